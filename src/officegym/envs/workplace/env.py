@@ -1,0 +1,51 @@
+"""WorkplaceEnvironment: the Environment protocol over a loaded world."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from officegym.core.task import Task
+from officegym.core.types import ToolCall, ToolSpec, Verdict
+from officegym.envs.workplace.session import WorkplaceSession
+from officegym.envs.workplace.specs import TOOL_SPECS
+from officegym.envs.workplace.verify import DEFAULT_MODE, verify_calls
+from officegym.envs.workplace.world import World, load_world
+
+NAME = "workplace_assistant"
+
+
+def spec_from_schema(schema: dict[str, Any]) -> ToolSpec:
+    """A ToolSpec from a Responses-API or Chat-Completions tool entry."""
+    fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+    return ToolSpec(
+        name=str(fn.get("name", "")),
+        description=str(fn.get("description", "")),
+        parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+        strict=bool(fn.get("strict", False)),
+    )
+
+
+class WorkplaceEnvironment:
+    """The Workplace Assistant: 27 tools over a world loaded once and shared by all sessions."""
+
+    name = NAME
+
+    def __init__(self, world: World | str | os.PathLike[str] | None = None, mode: str = DEFAULT_MODE):
+        if world is None:
+            raise ValueError("the workplace environment needs a world: pass a csv_data folder (--world DIR)")
+        self.world = world if isinstance(world, World) else load_world(Path(world))
+        self.mode = mode
+
+    def tools(self, task: Task | None = None) -> list[ToolSpec]:
+        if task is not None and task.tools:
+            return [spec_from_schema(t) for t in task.tools]
+        return list(TOOL_SPECS)
+
+    def session(self, task: Task | None = None) -> WorkplaceSession:
+        return WorkplaceSession(self.world)
+
+    def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+        return verify_calls(self.world, calls, task.ground_truth, mode or self.mode)

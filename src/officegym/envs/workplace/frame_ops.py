@@ -1,0 +1,125 @@
+"""The few pandas operations the reference tools use, re-done over lists of cells.
+
+Each function reproduces what the reference's pandas expression does for the values a model can
+send (JSON scalars, lists, objects), including which inputs raise and with what message, because a
+raised error becomes the text the model sees and decides whether state changes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from officegym.envs.workplace.world import NAN
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _list_like(value: Any) -> bool:
+    return isinstance(value, list | tuple | dict | set)
+
+
+def eq_mask(cells: list[Any], value: Any) -> list[bool]:
+    """`series == value`: elementwise for a scalar; a list must match the length (pandas rule)."""
+    if _list_like(value):
+        if len(value) != len(cells):
+            raise ValueError(("Lengths must match to compare", (len(cells),), (len(value),)))
+        return [(not _is_null(c)) and c == v for c, v in zip(cells, list(value))]
+    if _is_null(value):
+        return [False] * len(cells)
+    return [(not _is_null(c)) and c == value for c in cells]
+
+
+def ne_mask(cells: list[Any], value: Any) -> list[bool]:
+    """`series != value` (nulls are unequal to everything)."""
+    return [not m for m in eq_mask(cells, value)]
+
+
+def array_contains(cells: list[Any], value: Any) -> bool:
+    """`value in series.values` (numpy: any elementwise ==, broadcasting a one-element list)."""
+    if isinstance(value, list | tuple):
+        if len(value) == 1:
+            value = value[0]
+        elif len(value) == len(cells):
+            return any(c == v for c, v in zip(cells, value))
+        else:
+            raise ValueError(
+                f"operands could not be broadcast together with shapes ({len(cells)},) ({len(value)},) "
+            )
+    for c in cells:
+        if c == value:
+            return True
+    return False
+
+
+def column_max(cells: list[Any]) -> Any:
+    """`series.max()` of an object column: nulls skipped, NaN when nothing is left."""
+    values = [c for c in cells if not _is_null(c)]
+    if not values:
+        return NAN
+    best = values[0]
+    for v in values[1:]:
+        if v >= best:  # numpy's object maximum compares with >=; a str/int mix raises TypeError
+            best = v
+    return best
+
+
+@lru_cache(maxsize=512)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, flags=re.IGNORECASE)
+
+
+def regex(pattern: Any) -> re.Pattern[str]:
+    """The pattern `str.contains(pattern, case=False)` compiles (a bad pattern raises re.error)."""
+    if isinstance(pattern, str):
+        return _compiled(pattern)
+    return re.compile(pattern, flags=re.IGNORECASE)  # raises TypeError like pandas does
+
+
+def contains_mask(cells: list[Any], pattern: Any, na: bool | None = None) -> list[bool]:
+    """`series.str.contains(pattern, case=False[, na=...])` used as a boolean mask.
+
+    With `na=None` (the default) a non-string cell yields NaN, and masking a frame with it raises,
+    so the reference tool errors out; `na=False` treats such cells as non-matching.
+    """
+    rx = regex(pattern)
+    out = []
+    for c in cells:
+        if isinstance(c, str):
+            out.append(rx.search(c) is not None)
+        elif na is None:
+            raise ValueError("Cannot mask with non-boolean array containing NA / NaN values")
+        else:
+            out.append(bool(na))
+    return out
+
+
+def compare_mask(cells: list[Any], op: str, value: Any) -> list[bool]:
+    """`series >= value` / `series <= value` on an object column (nulls give False)."""
+    if _list_like(value):
+        if len(value) != len(cells):
+            raise ValueError(("Lengths must match to compare", (len(cells),), (len(value),)))
+        pairs = list(zip(cells, list(value)))
+    else:
+        pairs = [(c, value) for c in cells]
+    if op == ">=":
+        return [False if _is_null(c) else bool(c >= v) for c, v in pairs]
+    return [False if _is_null(c) else bool(c <= v) for c, v in pairs]
+
+
+def lowered(cell: Any) -> Any:
+    """`series.str.lower()` for one cell: non-strings become NaN."""
+    return cell.lower() if isinstance(cell, str) else NAN
+
+
+def assign_values(n_matched: int, value: Any) -> list[Any]:
+    """What `df.loc[mask, col] = value` writes into each matched row."""
+    if isinstance(value, list | tuple):
+        if len(value) != n_matched:
+            raise ValueError("Must have equal len keys and value when setting with an iterable")
+        return list(value)
+    return [value] * n_matched

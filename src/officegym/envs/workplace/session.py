@@ -1,0 +1,70 @@
+"""A workplace session: copy-on-write tables over a shared world, and the tool dispatcher."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from officegym.core.types import ToolCall
+from officegym.envs.workplace.errors import Rejected, ToolResult, render_output
+from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
+from officegym.envs.workplace.tools import TOOLS
+from officegym.envs.workplace.world import TABLE_COLUMNS, World
+
+
+
+class WorkplaceSession:
+    """One isolated episode over a world. Creating one copies nothing; the first write to a table
+    copies that table's row list (the rows themselves are shared immutable tuples)."""
+
+    __slots__ = ("calendar", "crm", "durations_as_float", "emails", "plots", "project_tasks", "world")
+
+    def __init__(self, world: World):
+        self.world = world
+        t = world.tables
+        self.emails = TableState(TABLE_COLUMNS["emails"], t["emails"], RELABEL_ALL)
+        self.calendar = TableState(TABLE_COLUMNS["calendar"], t["calendar"], LABEL_ZERO)
+        self.plots = TableState(TABLE_COLUMNS["plots"], (), LABEL_NEXT)
+        self.project_tasks = TableState(TABLE_COLUMNS["project_tasks"], t["project_tasks"], RELABEL_ALL)
+        self.crm = TableState(TABLE_COLUMNS["crm"], t["crm"], RELABEL_ALL)
+        self.durations_as_float = False  # the reference's in-place float conversion (SPEC 3.3, quirk 4)
+
+    def table(self, name: str) -> TableState:
+        return getattr(self, name)
+
+    def execute(self, name: str, arguments: Any = None, drop_nulls: bool = True) -> ToolResult:
+        """Run one tool. Never raises on model input: failures come back as an "error" result
+        carrying the reference's text. `drop_nulls` mirrors the live HTTP route (JSON nulls are
+        dropped); the reference's verify replay keeps them."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError) as exc:
+                return ToolResult(f"Error executing tool '{name}': invalid JSON arguments: {exc}", "error")
+        elif arguments is None:
+            arguments = {}
+        entry = TOOLS.get(name) if isinstance(name, str) else None
+        if entry is None:
+            return ToolResult(f"Error executing tool '{name}': {name!r}", "error")
+        if not isinstance(arguments, dict):
+            return ToolResult(
+                f"Error executing tool '{name}': arguments must be a JSON object, not {type(arguments).__name__}",
+                "error",
+            )
+        if drop_nulls:
+            arguments = {k: v for k, v in arguments.items() if v is not None}
+        toolkit, method = entry
+        try:
+            value = getattr(toolkit(self), method)(**arguments)
+        except Exception as exc:  # the reference returns every exception to the model as text
+            return ToolResult(f"Error executing tool '{name}': {exc}", "error")
+        return ToolResult(value, "rejected" if isinstance(value, Rejected) else "ok")
+
+    def call(self, name: str, arguments: Any = None) -> str:
+        """What the model sees for a tool call: the reference's HTTP body `{"output": ...}`."""
+        result = self.execute(name, arguments)
+        return render_output(result.value)
+
+    def replay(self, calls: Iterable[ToolCall], drop_nulls: bool = True) -> list[ToolResult]:
+        return [self.execute(c.name, c.arguments if c.parse_error is None else c.raw_arguments, drop_nulls) for c in calls]

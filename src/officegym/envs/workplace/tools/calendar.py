@@ -1,0 +1,144 @@
+"""Calendar tools (SPEC 1.3)."""
+
+from __future__ import annotations
+
+from officegym.envs.workplace.errors import Rejected
+from officegym.envs.workplace.frame_ops import array_contains, assign_values, column_max, eq_mask, ne_mask, regex
+from officegym.envs.workplace.timestamps import parse_timestamp
+from officegym.envs.workplace.tools.base import Toolkit, paginate
+from officegym.envs.workplace.world import CALENDAR_COLUMNS
+
+_GET_FIELDS = ["event_id", "event_name", "participant_email", "event_start", "duration"]
+_UPDATE_FIELDS = ["event_name", "participant_email", "event_start", "duration"]
+_START_FORMAT = "Invalid event_start format. Expected YYYY-MM-DD HH:MM:SS."
+_COL = {c: i for i, c in enumerate(CALENDAR_COLUMNS)}
+
+
+def _valid_id(event_id) -> bool:
+    return isinstance(event_id, str) and len(event_id) == 8 and event_id.isdigit()
+
+
+def _check_start(value):
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        return Rejected(_START_FORMAT)
+    return None
+
+
+def _check_duration(value):
+    try:
+        if int(value) <= 0:
+            return Rejected("Duration must be a positive number of minutes.")
+    except ValueError:
+        return Rejected("Invalid duration format. Expected a number of minutes.")
+    return None
+
+
+class CalendarTool(Toolkit):
+    __slots__ = ()
+
+    def get_event_information_by_id(self, event_id=None, field=None):
+        if not event_id:
+            return Rejected("Event ID not provided.")
+        if not field:
+            return Rejected("Field not provided.")
+        if not _valid_id(event_id):
+            return Rejected("Invalid event ID format. Expected 8-digit ID.")
+        if field not in _GET_FIELDS:
+            return Rejected(f"Invalid field. Available fields are: {', '.join(_GET_FIELDS)}")
+        rows = self.s.calendar.rows
+        for row, hit in zip(rows, eq_mask([r[0] for r in rows], event_id)):
+            if hit:
+                return {field: row[_COL[field]]}
+        return Rejected("Event not found.")
+
+    def search_events(self, query="", time_min=None, time_max=None, page=1, page_size=5):
+        if time_min:
+            try:
+                time_min = parse_timestamp(time_min)
+            except ValueError:
+                return Rejected("Invalid time_min format. Expected YYYY-MM-DD HH:MM:SS.")
+        if time_max:
+            try:
+                time_max = parse_timestamp(time_max)
+            except ValueError:
+                return Rejected("Invalid time_max format. Expected YYYY-MM-DD HH:MM:SS.")
+        rx = regex(query)
+        events = [
+            dict(zip(CALENDAR_COLUMNS, row))
+            for row in self.s.calendar.rows
+            if (isinstance(row[1], str) and rx.search(row[1]) is not None)
+            or (isinstance(row[2], str) and rx.search(row[2]) is not None)
+        ]
+        if time_min:
+            events = [e for e in events if _ge(parse_timestamp(e["event_start"]), time_min)]
+        if time_max:
+            events = [e for e in events if _ge(time_max, parse_timestamp(e["event_start"]))]
+        if events:
+            events.sort(key=lambda e: parse_timestamp(e["event_start"]), reverse=True)
+            return paginate(events, page, page_size, "events", "total_events")
+        return "No events found."
+
+    def create_event(self, event_name=None, participant_email=None, event_start=None, duration=None):
+        if not event_name:
+            return Rejected("Event name not provided.")
+        if not participant_email:
+            return Rejected("Participant email not provided.")
+        if not event_start:
+            return Rejected("Event start not provided.")
+        if not duration:
+            return Rejected("Event duration not provided.")
+        bad = _check_start(event_start) or _check_duration(duration)
+        if bad:
+            return bad
+        participant_email = participant_email.lower()
+        table = self.s.calendar
+        event_id = str(int(column_max([r[0] for r in table.rows])) + 1).zfill(8)
+        table.append((event_id, event_name, participant_email, event_start, duration))
+        return event_id
+
+    def delete_event(self, event_id=None):
+        if not event_id:
+            return Rejected("Event ID not provided.")
+        if not _valid_id(event_id):
+            return Rejected("Invalid event ID format. Expected 8-digit ID.")
+        table = self.s.calendar
+        ids = [r[0] for r in table.rows]
+        if array_contains(ids, event_id):
+            table.keep(ne_mask(ids, event_id))
+            return "Event deleted successfully."
+        return Rejected("Event not found.")
+
+    def update_event(self, event_id=None, field=None, new_value=None):
+        if not event_id or not field or not new_value:
+            return Rejected("Event ID, field, or new value not provided.")
+        if not _valid_id(event_id):
+            return Rejected("Invalid event ID format. Expected 8-digit ID.")
+        if field not in _UPDATE_FIELDS:
+            return Rejected(f"Invalid field. Available fields are: {', '.join(_UPDATE_FIELDS)}")
+        if field == "event_start":
+            bad = _check_start(new_value)
+            if bad:
+                return bad
+        elif field == "duration":
+            bad = _check_duration(new_value)
+            if bad:
+                return bad
+        table = self.s.calendar
+        ids = [r[0] for r in table.rows]
+        if array_contains(ids, event_id):
+            if field == "participant_email":
+                new_value = new_value.lower()
+            hits = [i for i, m in enumerate(eq_mask(ids, event_id)) if m]
+            for i, v in zip(hits, assign_values(len(hits), new_value)):
+                table.set_cell(i, _COL[field], v)
+            return "Event updated successfully."
+        return Rejected("Event not found.")
+
+
+def _ge(a, b) -> bool:
+    """`a >= b` where a missing time (NaT) compares false, as in pandas."""
+    if a is None or b is None:
+        return False
+    return a >= b
