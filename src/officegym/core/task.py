@@ -93,27 +93,30 @@ class Task:
         )
 
     def to_row(self) -> dict[str, Any]:
-        rcp_values = {"input": self.input, "tools": self.tools, **self.params}
-        rcp_order = list(self._params_order) or ["input", "tools", "parallel_tool_calls", "temperature"]
-        rcp = {k: rcp_values[k] for k in rcp_order if k in rcp_values}
-        rcp.update({k: v for k, v in rcp_values.items() if k not in rcp})
-        gt: Any = self.ground_truth_raw if self.ground_truth_raw is not None else [c.to_nemo() for c in self.ground_truth]
-        own = {
-            "id": self.id,
-            "responses_create_params": rcp,
-            "ground_truth": gt,
-            "category": self.category,
-            "environment_name": self.environment_name,
-        }
-        if self.category is None and "category" not in self._key_order:
-            del own["category"]
-        if "ground_truth" not in self._key_order and self._key_order and "verifier_metadata" in self.metadata:
-            del own["ground_truth"]  # it lives under verifier_metadata in this row's layout
-        values = {**self.metadata, **own}
-        order = list(self._key_order) or list(_OWN_KEYS)
-        row = {k: values[k] for k in order if k in values}
-        row.update({k: v for k, v in values.items() if k not in row})
-        return copy.deepcopy(row)
+        """The NeMo Gym row. A task read from a row gives that row back: keys keep their order and
+        defaults it did not have are not added."""
+        from_row = bool(self._key_order)
+        rcp_values: dict[str, Any] = {"input": self.input, **self.params}
+        if self.tools or not from_row or "tools" in self._params_order:
+            rcp_values["tools"] = self.tools
+        rcp = _ordered(rcp_values, self._params_order or ("input", "tools", "parallel_tool_calls", "temperature"))
+        own: dict[str, Any] = {"id": self.id, "responses_create_params": rcp}
+        gt_nested = from_row and "ground_truth" not in self._key_order and "verifier_metadata" in self.metadata
+        if not gt_nested:
+            own["ground_truth"] = (
+                self.ground_truth_raw if self.ground_truth_raw is not None else [c.to_nemo() for c in self.ground_truth]
+            )
+        if self.category is not None or "category" in self._key_order:
+            own["category"] = self.category
+        if not from_row or "environment_name" in self._key_order or self.environment_name != "workplace_assistant":
+            own["environment_name"] = self.environment_name
+        return copy.deepcopy(_ordered({**self.metadata, **own}, self._key_order or _OWN_KEYS))
+
+
+def _ordered(values: dict[str, Any], order: Iterable[str]) -> dict[str, Any]:
+    out = {k: values[k] for k in order if k in values}
+    out.update({k: v for k, v in values.items() if k not in out})
+    return out
 
 
 def read_tasks(path: str | os.PathLike[str]) -> list[Task]:

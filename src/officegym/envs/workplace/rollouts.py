@@ -1,0 +1,94 @@
+"""Verify NeMo Gym rollout rows: match each to its task, replay its function calls, explain."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from officegym.core.task import Task, TaskFormatError
+from officegym.core.toolcalls import ToolCallParseError, function_calls_from_output
+from officegym.envs.workplace.verify import verify_calls
+from officegym.envs.workplace.world import World
+
+
+class TaskIndex:
+    """Finds a rollout's task: by id, then by `_ng_task_index`, then by the exact user prompt."""
+
+    def __init__(self, tasks: Iterable[Task]):
+        self.tasks = list(tasks)
+        self.by_id = {_key(t.id): t for t in self.tasks if t.id is not None}
+        self.by_prompt = {t.user_prompt: t for t in self.tasks if t.user_prompt}
+
+    def find(self, row: dict[str, Any]) -> Task | None:
+        if row.get("id") is not None and _key(row["id"]) in self.by_id:
+            return self.by_id[_key(row["id"])]
+        idx = row.get("_ng_task_index")
+        if isinstance(idx, int) and 0 <= idx < len(self.tasks):
+            return self.tasks[idx]
+        try:
+            prompt = Task.from_row(row).user_prompt
+        except TaskFormatError:
+            return None
+        return self.by_prompt.get(prompt)
+
+
+def _key(value: Any) -> str:
+    return str(value)
+
+
+@dataclass
+class RolloutVerdict:
+    """One output line of `officegym verify`."""
+
+    index: int
+    id: Any
+    reward: float | None
+    mode: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"id": self.id, "reward": self.reward, "mode": self.mode}
+        if self.error:
+            row["error"] = self.error
+        row.update(self.evidence)
+        return row
+
+
+def verify_rollouts(
+    world: World, rows: Iterable[tuple[int, Any]], tasks: TaskIndex | None, mode: str
+) -> Iterator[RolloutVerdict]:
+    """Verify (line number, row) pairs in order; a bad row yields a verdict with `error`, never raises."""
+    for lineno, row in rows:
+        rid = row.get("id", lineno) if isinstance(row, dict) else lineno
+        try:
+            task, calls = _task_and_calls(row, tasks)
+        except (TaskFormatError, ToolCallParseError, ValueError) as exc:
+            yield RolloutVerdict(lineno, rid, None, mode, error=str(exc))
+            continue
+        start = time.perf_counter()
+        verdict = verify_calls(world, calls, task.ground_truth, mode)
+        elapsed = time.perf_counter() - start
+        evidence = verdict.to_dict()
+        for k in ("reward", "mode"):
+            evidence.pop(k)
+        yield RolloutVerdict(lineno, rid if rid is not None else task.id, verdict.reward, mode, evidence, seconds=elapsed)
+
+
+def _task_and_calls(row: Any, tasks: TaskIndex | None):
+    if not isinstance(row, dict):
+        raise ValueError(f"a rollout row must be a JSON object, got {type(row).__name__}")
+    response = row.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("output", []), list):
+        raise ValueError("rollout row has no response.output list")
+    calls = function_calls_from_output(response.get("output", []))
+    if "ground_truth" in row:
+        return Task.from_row(row), calls
+    task = tasks.find(row) if tasks is not None else None
+    if task is None:
+        hint = "" if tasks is not None else " (pass --tasks with the task rows)"
+        raise ValueError(f"no ground truth for this rollout: it carries none and matches no task{hint}")
+    return task, calls

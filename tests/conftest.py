@@ -1,0 +1,61 @@
+"""Shared fixtures: the reference world from ../shared when present, and a tiny hand-made world."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from officegym.envs.workplace.world import NAN, build_world, load_world
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("OFFICEGYM_SHARED", REPO.parent / "shared"))
+REFERENCE = SHARED / "reference" / "workplace"
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    if not (REFERENCE / "csv_data").is_dir():
+        pytest.skip("../shared/reference/workplace is not available")
+    return REFERENCE
+
+
+@pytest.fixture(scope="session")
+def ref_world(reference_dir):
+    return load_world(reference_dir / "csv_data")
+
+
+@pytest.fixture(scope="session")
+def tiny_world():
+    """Three people, a handful of rows per table: small enough to reason about by hand."""
+    tables = {
+        "emails": (
+            ("00000000", "inbox", "ana.lee@acme.com", "Update on Budget", "2023-11-01 09:00:00", "Hi Sam, budget is done. Ana"),
+            ("00000001", "inbox", "bo.kim@acme.com", "Task Update on Login page", "2023-11-02 10:00:00", "Sam, login page shipped. Bo"),
+            ("00000002", "inbox", "ana.lee@acme.com", "Update on Offsite", "2023-11-03 11:00:00", "Dear Sam, offsite booked. Ana"),
+        ),
+        "calendar": (
+            ("00000000", "sync up", "ana.lee@acme.com", "2023-11-29 09:00:00", "30"),
+            ("00000001", "Quarterly Review", "bo.kim@acme.com", "2023-12-01 10:00:00", "60"),
+            ("00000002", "team sync up", "bo.kim@acme.com", "2023-12-04 14:00:00", "90"),
+        ),
+        "project_tasks": (
+            ("00000000", "Fix login bug", "bo.kim@acme.com", "Backlog", "2023-11-28", "Front end"),
+            ("00000001", "Design logo", "ana.lee@acme.com", "In Progress", "2023-12-01", "Design"),
+            ("00000002", "Add caching", "bo.kim@acme.com", "In Review", "2023-12-05", "Back end"),
+        ),
+        "crm": (
+            ("00000000", "cy.ortiz@acme.com", "Dana Fox", "dana.fox@foxco", NAN, "2023-11-20 23:59:00", "Software", "Lead", "2023-12-04 23:59:00", NAN),
+            ("00000001", "cy.ortiz@acme.com", "Eli Gray", "eli.gray@grayinc", "555-000-1111", "2023-11-01 23:59:00", "Hardware", "Proposal", "2023-11-20 23:59:00", "2023-11-01: Had a call. "),
+            ("00000002", "cy.ortiz@acme.com", "Fay Hunt", "fay.hunt@huntllc", NAN, "2023-10-15 23:59:00", "Services", "Won", "2023-11-10 23:59:00", "On holiday. "),
+        ),
+    }
+    analytics = (
+        ("2023-11-28", "0001", "3", "12", "direct", True),
+        ("2023-11-28", "0002", "1", "4", "referral", False),
+        ("2023-11-29", "0001", "5", "30", "search engine", True),
+        ("2023-11-30", "0003", "2", "9", "direct", False),
+    )
+    directory = ("ana.lee@acme.com", "bo.kim@acme.com", "cy.ortiz@acme.com")
+    return build_world("tiny", tables, directory, analytics)

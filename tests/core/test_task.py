@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from officegym.core.task import Task, TaskFormatError, read_tasks, write_jsonl
+
+ROW = {
+    "id": 7,
+    "responses_create_params": {
+        "input": [{"role": "system", "content": "sys"}, {"role": "user", "content": "Delete email 1"}],
+        "tools": [{"type": "function", "name": "email_delete_email", "parameters": {}}],
+        "parallel_tool_calls": False,
+        "temperature": 1.0,
+        "max_output_tokens": 512,
+    },
+    "ground_truth": [{"name": "email_delete_email", "arguments": "{\"email_id\":  \"00000001\"}"}],
+    "category": "workplace_assistant_email",
+    "environment_name": "workplace_assistant",
+    "agent_ref": {"name": "workplace_assistant_simple_agent"},
+    "_ng_task_index": 3,
+    "pattern": "lookup_then_delete",
+}
+
+
+def test_round_trip_is_lossless_including_key_order_and_raw_arguments():
+    task = Task.from_row(ROW)
+    assert task.id == 7 and task.user_prompt == "Delete email 1"
+    assert task.ground_truth[0].arguments == {"email_id": "00000001"}
+    assert task.tool_names == ["email_delete_email"]
+    assert task.metadata["agent_ref"] == {"name": "workplace_assistant_simple_agent"}
+    out = task.to_row()
+    assert out == ROW
+    assert list(out) == list(ROW)
+    assert json.dumps(out) == json.dumps(ROW)
+
+
+def test_string_ground_truth_round_trips_and_means_no_calls():
+    row = {**ROW, "ground_truth": "not a list"}
+    task = Task.from_row(row)
+    assert task.ground_truth == [] and task.to_row()["ground_truth"] == "not a list"
+
+
+def test_string_input_becomes_a_user_message():
+    task = Task.from_row({"id": 1, "responses_create_params": {"input": "hello"}, "ground_truth": []})
+    assert task.input == [{"role": "user", "content": "hello"}]
+
+
+def test_nested_verifier_metadata_ground_truth_is_read():
+    row = {"id": 1, "responses_create_params": {"input": []},
+           "verifier_metadata": {"ground_truth": [{"name": "a_b", "arguments": "{}"}]}}
+    task = Task.from_row(row)
+    assert [c.name for c in task.ground_truth] == ["a_b"]
+    assert task.to_row() == row
+
+
+def test_bad_rows_give_clear_errors(tmp_path):
+    with pytest.raises(TaskFormatError):
+        Task.from_row([1, 2])
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(ROW) + "\n{broken\n")
+    with pytest.raises(TaskFormatError, match=r"t.jsonl:2: not valid JSON"):
+        read_tasks(path)
+
+
+def test_write_jsonl_is_atomic_and_reads_back(tmp_path):
+    path = tmp_path / "sub" / "tasks.jsonl"
+    assert write_jsonl(path, [Task.from_row(ROW), {"x": 1}]) == 2
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0]) == ROW and json.loads(lines[1]) == {"x": 1}
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+    class Boom:
+        def to_row(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(TypeError):
+        write_jsonl(path, [{"ok": 1}, object()])
+    # the failed write left the previous file intact
+    assert json.loads(path.read_text().splitlines()[0]) == ROW
+
+
+def test_reference_examples_round_trip(reference_dir):
+    for line in (reference_dir / "example.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        assert Task.from_row(row).to_row() == row
