@@ -91,6 +91,10 @@ class World:
     visitors: dict[str, tuple[int, ...]] = field(default_factory=dict)
     email_haystacks: dict[int, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
+        return f"World({self.path!r}, now={self.now!r}, {sizes}, directory={len(self.directory)})"
+
     def new_session(self):  # noqa: ANN201 - imported lazily to keep the module graph acyclic
         from officegym.envs.workplace.session import WorkplaceSession
 
