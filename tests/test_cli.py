@@ -1,0 +1,84 @@
+"""The command line: tools, call, verify (on the reference example rollouts)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from officegym.cli import app
+
+runner = CliRunner()
+
+
+def test_tools_json_lists_27_in_reference_order():
+    res = runner.invoke(app, ["tools", "--json"])
+    assert res.exit_code == 0
+    names = [t["name"] for t in json.loads(res.stdout)]
+    assert len(names) == 27 and names[0] == "company_directory_find_email_address"
+    assert names[-1] == "customer_relationship_manager_delete_customer"
+
+
+def test_tool_specs_match_the_reference_rows(reference_dir):
+    from officegym.envs.workplace.specs import TOOL_SPECS
+
+    row = json.loads((reference_dir / "example.jsonl").read_text().splitlines()[0])
+    ref = row["responses_create_params"]["tools"]
+    assert [t["name"] for t in ref] == [s.name for s in TOOL_SPECS]
+    for r, s in zip(ref, TOOL_SPECS):
+        assert list(r["parameters"]["properties"]) == list(s.parameters["properties"])
+        assert {k: v["type"] for k, v in r["parameters"]["properties"].items()} == {
+            k: v["type"] for k, v in s.parameters["properties"].items()
+        }
+        assert r["parameters"]["required"] == s.parameters["required"]
+        assert r["parameters"]["additionalProperties"] is False and r["strict"] is False
+
+
+def test_call_requires_world():
+    res = runner.invoke(app, ["call", "email_delete_email", "{}"])
+    assert res.exit_code == 2 and "--world" in res.output
+
+
+def test_call(reference_dir):
+    res = runner.invoke(app, ["call", "company_directory_find_email_address", '{"name": "kofi"}', "--world", str(reference_dir / "csv_data")])
+    assert res.exit_code == 0 and json.loads(res.stdout) == {"output": ["kofi.mensah@atlas.com"]}
+
+
+def test_verify_rollouts_with_and_without_tasks(reference_dir, tmp_path):
+    rollouts = reference_dir / "example_rollouts.jsonl"
+    world = str(reference_dir / "csv_data")
+    # without ground truth every row is reported, none crashes the run
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", world])
+    assert res.exit_code == 0
+    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    assert len(lines) == 5 and all(x["reward"] is None and "no ground truth" in x["error"] for x in lines)
+    # rollout rows that carry their task fields (as `gym eval run` writes them) verify on their own
+    rows = []
+    kofi = {"name": "email_delete_email", "arguments": json.dumps({"email_id": "00000259"})}
+    for line in rollouts.read_text().splitlines():
+        row = json.loads(line)
+        prompt = row["responses_create_params"]["input"][-1]["content"]
+        if "kofi" in prompt:
+            row.update(id=4, ground_truth=[kofi], category="workplace_assistant_email", environment_name="workplace_assistant")
+            rows.append(row)
+    bad = tmp_path / "r.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n" + "[1]\n")
+    out = tmp_path / "v.jsonl"
+    res = runner.invoke(app, ["verify", "--rollouts", str(bad), "--world", world, "--mode", "nemo_gym", "--out", str(out)])
+    assert res.exit_code == 0
+    v = [json.loads(x) for x in out.read_text().splitlines()]
+    assert v[0]["id"] == 4 and v[0]["reward"] == 1.0 and v[0]["mode"] == "nemo_gym"
+    assert v[1]["reward"] is None and "JSON object" in v[1]["error"]
+    # with a tasks file, rollouts are matched to tasks by prompt
+    tasks = tmp_path / "t.jsonl"
+    task_row = {"id": 4, "responses_create_params": {"input": [{"role": "user", "content": "Delete my last email from kofi"}]},
+                "ground_truth": [kofi]}
+    tasks.write_text(json.dumps(task_row) + "\n")
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--tasks", str(tasks), "--world", world])
+    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [x["reward"] for x in lines].count(1.0) == 1 and sum(x["reward"] is None for x in lines) == 4
+
+
+def test_verify_bad_mode(reference_dir):
+    res = runner.invoke(app, ["verify", "--rollouts", "x", "--world", str(reference_dir / "csv_data"), "--mode", "strict"])
+    assert res.exit_code == 2
