@@ -17,8 +17,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 PARAMS = sorted({p for cls, meth in TOOLS.values() for p in getattr(cls, meth).__code__.co_varnames[1:getattr(cls, meth).__code__.co_argcount]})
 IDS = ["00000001", "00000013", "00000057", "00000199", "00000299", "00000300", "500", "1", ""]
 TEXT = st.one_of(
-    st.sampled_from(IDS + ["Won", "won", "Backlog", "Front end", "status", "list_name", "event_start", "duration",
-                           "2023-12-01 10:00:00", "2023-12-01", "(", "[a-", ".*", "raj", "a.b@atlas.com", "x@y"]),
+    st.sampled_from([*IDS, "Won", "won", "Backlog", "Front end", "status", "list_name", "event_start", "duration", "2023-12-01 10:00:00", "2023-12-01", "(", "[a-", ".*", "raj", "a.b@atlas.com", "x@y"]),
     st.text(max_size=12),
 )
 JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=False, allow_infinity=False), TEXT)

@@ -9,10 +9,10 @@ from officegym.envs.workplace.world import World, WorldFormatError, load_world
 __all__ = [
     "MODES",
     "TOOL_SPECS",
-    "World",
-    "WorldFormatError",
     "WorkplaceEnvironment",
     "WorkplaceSession",
+    "World",
+    "WorldFormatError",
     "load_world",
     "verify_calls",
 ]

@@ -50,10 +50,7 @@ def array_contains(cells: list[Any], value: Any) -> bool:
             raise ValueError(
                 f"operands could not be broadcast together with shapes ({len(cells)},) ({len(value)},) "
             )
-    for c in cells:
-        if c == value:
-            return True
-    return False
+    return any(c == value for c in cells)
 
 
 def column_max(cells: list[Any]) -> Any:

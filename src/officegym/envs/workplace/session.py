@@ -13,7 +13,6 @@ from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World
 
 
-
 class WorkplaceSession:
     """One isolated episode over a world. Creating one copies nothing; the first write to a table
     copies that table's row list (the rows themselves are shared immutable tuples)."""
@@ -23,11 +22,12 @@ class WorkplaceSession:
     def __init__(self, world: World):
         self.world = world
         t = world.tables
-        self.emails = TableState(TABLE_COLUMNS["emails"], t["emails"], RELABEL_ALL)
-        self.calendar = TableState(TABLE_COLUMNS["calendar"], t["calendar"], LABEL_ZERO)
-        self.plots = TableState(TABLE_COLUMNS["plots"], (), LABEL_NEXT)
-        self.project_tasks = TableState(TABLE_COLUMNS["project_tasks"], t["project_tasks"], RELABEL_ALL)
-        self.crm = TableState(TABLE_COLUMNS["crm"], t["crm"], RELABEL_ALL)
+        ids = world.ids
+        self.emails = TableState(TABLE_COLUMNS["emails"], t["emails"], RELABEL_ALL, ids["emails"])
+        self.calendar = TableState(TABLE_COLUMNS["calendar"], t["calendar"], LABEL_ZERO, ids["calendar"])
+        self.plots = TableState(TABLE_COLUMNS["plots"], (), LABEL_NEXT, ())
+        self.project_tasks = TableState(TABLE_COLUMNS["project_tasks"], t["project_tasks"], RELABEL_ALL, ids["project_tasks"])
+        self.crm = TableState(TABLE_COLUMNS["crm"], t["crm"], RELABEL_ALL, ids["crm"])
         self.durations_as_float = False  # the reference's in-place float conversion (SPEC 3.3, quirk 4)
 
     def table(self, name: str) -> TableState:

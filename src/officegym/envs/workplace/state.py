@@ -117,15 +117,28 @@ def outcome_diff(table: str, expected: TableState, got: TableState) -> tuple[lis
     got_base: dict[int, tuple] = {}
     exp_new: list[tuple] = []
     got_new: list[tuple] = []
-    for rows, origins, base, new in (
-        (expected.rows, expected.origins, exp_base, exp_new),
-        (got.rows, got.origins, got_base, got_new),
-    ):
-        for row, origin in zip(rows, origins):
-            if origin is None:
-                new.append(row)
-            else:
-                base[origin] = row
+    e_orig, g_orig = expected.origins, got.origins
+    if e_orig == g_orig:
+        # Same base rows in the same places (the usual case): look only at rows that are not the
+        # very same tuple on both sides.
+        for erow, grow, origin in zip(expected.rows, got.rows, e_orig):
+            if erow is not grow:
+                if origin is None:
+                    exp_new.append(erow)
+                    got_new.append(grow)
+                else:
+                    exp_base[origin] = erow
+                    got_base[origin] = grow
+    else:
+        for rows, origins, base, new in (
+            (expected.rows, e_orig, exp_base, exp_new),
+            (got.rows, g_orig, got_base, got_new),
+        ):
+            for row, origin in zip(rows, origins):
+                if origin is None:
+                    new.append(row)
+                else:
+                    base[origin] = row
     columns = TABLE_COLUMNS[table]
     for origin, erow in exp_base.items():
         grow = got_base.get(origin)

@@ -5,9 +5,16 @@ write copies the list (not the rows). Row labels follow pandas exactly as the re
 them (SPEC 1.7): deletes leave gaps, inserts either relabel everything 0..n-1, append label 0
 (calendar), or append label n (plots). `origins` remembers which base row each row came from
 (None for inserted rows), which the outcome verifier keys on.
+
+Id lookups have a fast path for string ids (what every well-formed call sends) that gives the same
+answer as the general pandas-faithful path in `frame_ops`, which handles everything else.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from officegym.envs.workplace import frame_ops
 
 RELABEL_ALL = "relabel"  # concat(..., ignore_index=True)
 LABEL_ZERO = "zero"  # concat without ignore_index: the new one-row frame brings label 0
@@ -15,15 +22,16 @@ LABEL_NEXT = "next"  # df.loc[len(df)] = row
 
 
 class TableState:
-    __slots__ = ("_labels", "_origins", "columns", "insert_rule", "owned", "rows")
+    __slots__ = ("_ids", "_labels", "_origins", "columns", "insert_rule", "owned", "rows")
 
-    def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], insert_rule: str):
+    def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], insert_rule: str, ids: tuple | None = None):
         self.columns = columns
         self.rows: tuple[tuple, ...] | list[tuple] = rows
         self.insert_rule = insert_rule
         self.owned = False
         self._labels: list[int] | None = None  # None: contiguous 0..n-1
         self._origins: list[int | None] | None = None  # None: row i is base row i
+        self._ids: tuple | list | None = ids  # the first column, kept in step with rows
 
     @property
     def labels(self) -> list[int]:
@@ -33,9 +41,53 @@ class TableState:
     def origins(self) -> list[int | None]:
         return list(range(len(self.rows))) if self._origins is None else list(self._origins)
 
+    # -- reads -------------------------------------------------------------------------------------
+
+    def ids(self) -> tuple | list:
+        if self._ids is None:
+            self._ids = [r[0] for r in self.rows]
+        return self._ids
+
+    def has_id(self, value: Any) -> bool:
+        """`value in df[id].values`."""
+        if type(value) is str:
+            return value in self.ids()  # identity shortcut is harmless: ids are never the NaN object
+        return frame_ops.array_contains(list(self.ids()), value)
+
+    def id_positions(self, value: Any) -> list[int]:
+        """Positions where `df[id] == value` (raises like pandas for list values of the wrong length)."""
+        ids = self.ids()
+        if type(value) is str:
+            out, start = [], 0
+            try:
+                while True:
+                    i = ids.index(value, start)
+                    out.append(i)
+                    start = i + 1
+            except ValueError:
+                return out
+        return [i for i, hit in enumerate(frame_ops.eq_mask(list(ids), value)) if hit]
+
+    def max_id(self) -> Any:
+        """`df[id].max()`: string max when all ids are strings, else pandas' object rules."""
+        ids = self.ids()
+        if ids:
+            try:
+                best = max(ids)
+            except TypeError:
+                best = None
+            # max() raised TypeError if any id were not a string next to string ids
+            if type(best) is str:
+                return best
+        return frame_ops.column_max(list(ids))
+
+    # -- writes ------------------------------------------------------------------------------------
+
     def _own(self) -> list[tuple]:
         if not self.owned:
             self.rows = list(self.rows)
+            if self._ids is not None:
+                self._ids = list(self._ids)
             self.owned = True
         return self.rows  # type: ignore[return-value]
 
@@ -54,6 +106,24 @@ class TableState:
         elif self._labels is not None:  # LABEL_NEXT keeps contiguity when there were no gaps
             self._labels.append(n)
         rows.append(row)
+        if self._ids is not None:
+            self._ids.append(row[0])  # type: ignore[union-attr]
+
+    def delete_id(self, value: Any) -> None:
+        """`df = df[df[id] != value]`: drop every row whose id equals value; labels keep gaps."""
+        if type(value) is not str:
+            self.keep(frame_ops.ne_mask(list(self.ids()), value))
+            return
+        positions = self.id_positions(value)
+        rows = self._own()
+        n = len(rows)
+        if self._labels is None:
+            self._labels = list(range(n))
+        if self._origins is None:
+            self._origins = list(range(n))
+        ids = self.ids()
+        for i in reversed(positions):
+            del rows[i], self._labels[i], self._origins[i], ids[i]  # type: ignore[union-attr]
 
     def keep(self, mask: list[bool]) -> None:
         """Keep the rows where mask is True (a delete); labels and origins keep their gaps."""
@@ -64,9 +134,18 @@ class TableState:
         self.rows = [r for r, k in zip(rows, mask) if k]
         self._labels = [lab for lab, k in zip(labels, mask) if k]
         self._origins = [o for o, k in zip(origins, mask) if k]
+        self._ids = None
 
     def set_cell(self, index: int, column: int, value: object) -> None:
         rows = self._own()
         row = list(rows[index])
         row[column] = value
         rows[index] = tuple(row)
+        if column == 0 and self._ids is not None:
+            self._ids[index] = value  # type: ignore[index]
+
+    def set_where_id(self, id_value: Any, column: int, value: Any) -> None:
+        """`df.loc[df[id] == id_value, column] = value`."""
+        hits = self.id_positions(id_value)
+        for i, v in zip(hits, frame_ops.assign_values(len(hits), value)):
+            self.set_cell(i, column, v)

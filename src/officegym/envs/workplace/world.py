@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # A missing CSV cell. pandas reads it as float NaN, which is truthy, renders as "nan" and differs
 # from a None that a replayed call stores; one shared object keeps those semantics.
@@ -89,13 +90,17 @@ class World:
     dates: tuple[str, ...] = field(default=())
     date_stats: dict[str, DateStats] = field(default_factory=dict)
     visitors: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    email_haystacks: dict[int, str] = field(default_factory=dict)
+    # (search haystack, parsed sent_datetime or None when it does not parse, row) per base e-mail,
+    # in table order, and the same entries by id(row) for sessions whose e-mail table changed.
+    email_entries: tuple[tuple[str, Any, tuple], ...] = ()
+    email_index: dict[int, tuple[str, Any, tuple]] = field(default_factory=dict)
+    ids: dict[str, tuple] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
         return f"World({self.path!r}, now={self.now!r}, {sizes}, directory={len(self.directory)})"
 
-    def new_session(self):  # noqa: ANN201 - imported lazily to keep the module graph acyclic
+    def new_session(self):
         from officegym.envs.workplace.session import WorkplaceSession
 
         return WorkplaceSession(self)
@@ -122,6 +127,15 @@ def _read_csv(path: Path, columns: tuple[str, ...]) -> tuple[tuple, ...]:
     except (UnicodeDecodeError, csv.Error) as exc:
         raise WorldFormatError(f"{path}: {exc}") from None
     return tuple(rows)
+
+
+def _parsed_or_none(value: Any) -> Any:
+    from officegym.envs.workplace.timestamps import parse_timestamp
+
+    try:
+        return parse_timestamp(value)
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 def email_haystack(row: tuple) -> str:
@@ -196,7 +210,9 @@ def build_world(
                 break
         date_stats[date] = DateStats(n, engaged, total, by_source, bad)
     dates = tuple(sorted(d for d in stats if isinstance(d, str)))
-    haystacks = {id(row): email_haystack(row) for row in tables["emails"]}
+    entries = tuple((email_haystack(row), _parsed_or_none(row[4]), row) for row in tables["emails"])
+    index = {id(e[2]): e for e in entries}
+    ids = {name: tuple(r[0] for r in rows) for name, rows in tables.items()}
     return World(
         path=path,
         now=now,
@@ -206,5 +222,7 @@ def build_world(
         dates=dates,
         date_stats=date_stats,
         visitors={k: tuple(v) for k, v in visitors.items()},
-        email_haystacks=haystacks,
+        email_entries=entries,
+        email_index=index,
+        ids=ids,
     )

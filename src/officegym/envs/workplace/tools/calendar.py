@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.frame_ops import array_contains, assign_values, column_max, eq_mask, ne_mask, regex
+from officegym.envs.workplace.frame_ops import regex
 from officegym.envs.workplace.timestamps import parse_timestamp
 from officegym.envs.workplace.tools.base import Toolkit, paginate
 from officegym.envs.workplace.world import CALENDAR_COLUMNS
@@ -47,10 +47,10 @@ class CalendarTool(Toolkit):
             return Rejected("Invalid event ID format. Expected 8-digit ID.")
         if field not in _GET_FIELDS:
             return Rejected(f"Invalid field. Available fields are: {', '.join(_GET_FIELDS)}")
-        rows = self.s.calendar.rows
-        for row, hit in zip(rows, eq_mask([r[0] for r in rows], event_id)):
-            if hit:
-                return {field: row[_COL[field]]}
+        table = self.s.calendar
+        hits = table.id_positions(event_id)
+        if hits:
+            return {field: table.rows[hits[0]][_COL[field]]}
         return Rejected("Event not found.")
 
     def search_events(self, query="", time_min=None, time_max=None, page=1, page_size=5):
@@ -94,7 +94,7 @@ class CalendarTool(Toolkit):
             return bad
         participant_email = participant_email.lower()
         table = self.s.calendar
-        event_id = str(int(column_max([r[0] for r in table.rows])) + 1).zfill(8)
+        event_id = str(int(table.max_id()) + 1).zfill(8)
         table.append((event_id, event_name, participant_email, event_start, duration))
         return event_id
 
@@ -104,9 +104,8 @@ class CalendarTool(Toolkit):
         if not _valid_id(event_id):
             return Rejected("Invalid event ID format. Expected 8-digit ID.")
         table = self.s.calendar
-        ids = [r[0] for r in table.rows]
-        if array_contains(ids, event_id):
-            table.keep(ne_mask(ids, event_id))
+        if table.has_id(event_id):
+            table.delete_id(event_id)
             return "Event deleted successfully."
         return Rejected("Event not found.")
 
@@ -126,13 +125,10 @@ class CalendarTool(Toolkit):
             if bad:
                 return bad
         table = self.s.calendar
-        ids = [r[0] for r in table.rows]
-        if array_contains(ids, event_id):
+        if table.has_id(event_id):
             if field == "participant_email":
                 new_value = new_value.lower()
-            hits = [i for i, m in enumerate(eq_mask(ids, event_id)) if m]
-            for i, v in zip(hits, assign_values(len(hits), new_value)):
-                table.set_cell(i, _COL[field], v)
+            table.set_where_id(event_id, _COL[field], new_value)
             return "Event updated successfully."
         return Rejected("Event not found.")
 

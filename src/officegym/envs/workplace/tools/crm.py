@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.frame_ops import (
-    array_contains, assign_values, column_max, compare_mask, contains_mask, eq_mask, ne_mask,
-)
+from officegym.envs.workplace.frame_ops import compare_mask, contains_mask
 from officegym.envs.workplace.tools.base import Toolkit, paginate, records, select
 from officegym.envs.workplace.world import CRM_COLUMNS
 
@@ -72,12 +70,9 @@ class CustomerRelationshipManagerTool(Toolkit):
         if field in ["customer_email", "assigned_to_email"]:
             new_value = new_value.lower()
         table = self.s.crm
-        ids = [r[0] for r in table.rows]
-        if array_contains(ids, customer_id):
+        if table.has_id(customer_id):
             if field in _COL:
-                hits = [i for i, m in enumerate(eq_mask(ids, customer_id)) if m]
-                for i, v in zip(hits, assign_values(len(hits), new_value)):
-                    table.set_cell(i, _COL[field], v)
+                table.set_where_id(customer_id, _COL[field], new_value)
                 return "Customer updated successfully."
             return Rejected(
                 "Field not valid. Please choose from: 'customer_name', 'assigned_to_email', 'customer_email', "
@@ -103,7 +98,7 @@ class CustomerRelationshipManagerTool(Toolkit):
         if customer_email:
             customer_email = customer_email.lower()
         table = self.s.crm
-        new_id = str(int(column_max([r[0] for r in table.rows])) + 1).zfill(8)
+        new_id = str(int(table.max_id()) + 1).zfill(8)
         table.append((
             new_id, assigned_to_email, customer_name, customer_email, customer_phone,
             last_contact_date, product_interest, status, follow_up_by, notes,
@@ -114,8 +109,7 @@ class CustomerRelationshipManagerTool(Toolkit):
         if not customer_id:
             return Rejected("Customer ID not provided.")
         table = self.s.crm
-        ids = [r[0] for r in table.rows]
-        if not array_contains(ids, customer_id):
+        if not table.has_id(customer_id):
             return Rejected("Customer not found.")
-        table.keep(ne_mask(ids, customer_id))
+        table.delete_id(customer_id)
         return "Customer deleted successfully."

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.frame_ops import array_contains, column_max, eq_mask, ne_mask
 from officegym.envs.workplace.timestamps import parse_timestamp
 from officegym.envs.workplace.tools.base import Toolkit, paginate, records
 from officegym.envs.workplace.world import EMAIL_COLUMNS, email_haystack
@@ -16,11 +15,17 @@ class EmailTool(Toolkit):
 
     def _first(self, email_id):
         table = self.s.emails
-        mask = eq_mask([r[0] for r in table.rows], email_id)
-        for row, hit in zip(table.rows, mask):
-            if hit:
-                return dict(zip(EMAIL_COLUMNS, row))
-        return None
+        hits = table.id_positions(email_id)
+        return dict(zip(EMAIL_COLUMNS, table.rows[hits[0]])) if hits else None
+
+    def _entries(self):
+        """(haystack, sent time, row) per e-mail in table order; cached for rows of the world."""
+        world = self.s.world
+        table = self.s.emails
+        if not table.owned:
+            return world.email_entries
+        index = world.email_index
+        return [index.get(id(row)) or (email_haystack(row), None, row) for row in table.rows]
 
     def get_email_information_by_id(self, email_id=None, field=None):
         if not email_id:
@@ -40,24 +45,21 @@ class EmailTool(Toolkit):
     def search_emails(self, query="", date_min=None, date_max=None, page=1, page_size=5):
         try:
             words = query.lower().split()
-            cache = self.s.world.email_haystacks
-            hits = []
-            for row in self.s.emails.rows:
-                hay = cache.get(id(row))
-                if hay is None:
-                    hay = email_haystack(row)
-                if all(w in hay for w in words):
-                    hits.append(row)
-            # Newest first; the reference sorts parsed datetimes (ties keep table order).
-            keyed = [(parse_timestamp(r[4]), i, r) for i, r in enumerate(hits)]
-            keyed.sort(key=lambda t: (t[0], -t[1]), reverse=True)
-            emails = records(EMAIL_COLUMNS, [r for _, _, r in keyed])
-            if date_min:
-                emails = [e for e in emails if parse_timestamp(e["sent_datetime"]).date() >= parse_timestamp(date_min).date()]
-            if date_max:
-                emails = [e for e in emails if parse_timestamp(e["sent_datetime"]).date() <= parse_timestamp(date_max).date()]
-            result = paginate(emails, page, page_size, "emails", "total_emails")
-            if len(emails):
+            entries = self._entries()
+            for w in words:  # every word must occur; filtering word by word narrows fast
+                entries = [e for e in entries if w in e[0]]
+            hits = [(e[1] if e[1] is not None else parse_timestamp(e[2][4]), e[2]) for e in entries]
+            # Newest first; a stable sort keeps table order among equal times.
+            hits.sort(key=lambda h: h[0], reverse=True)
+            if date_min and hits:
+                low = parse_timestamp(date_min).date()
+                hits = [h for h in hits if h[0].date() >= low]
+            if date_max and hits:
+                high = parse_timestamp(date_max).date()
+                hits = [h for h in hits if h[0].date() <= high]
+            result = paginate(hits, page, page_size, "emails", "total_emails")
+            if hits:
+                result["emails"] = records(EMAIL_COLUMNS, [row for _, row in result["emails"]])
                 return result
             return "No emails found."
         except Exception as e:
@@ -71,7 +73,7 @@ class EmailTool(Toolkit):
         try:
             recipient = recipient.lower()
             table = self.s.emails
-            email_id = str(int(column_max([r[0] for r in table.rows])) + 1) if table.rows else "1"
+            email_id = str(int(table.max_id()) + 1) if table.rows else "1"
             table.append((email_id, "outbox", recipient, subject, self.s.world.now, body))
             return "Email sent successfully."
         except Exception as e:
@@ -82,9 +84,8 @@ class EmailTool(Toolkit):
             return Rejected("Email ID not provided.")
         try:
             table = self.s.emails
-            ids = [r[0] for r in table.rows]
-            if array_contains(ids, email_id):
-                table.keep(ne_mask(ids, email_id))
+            if table.has_id(email_id):
+                table.delete_id(email_id)
                 return "Email deleted successfully."
             return Rejected("Email not found.")
         except Exception as e:
@@ -96,7 +97,7 @@ class EmailTool(Toolkit):
         if "@" not in recipient or "." not in recipient:
             return Rejected("Invalid recipient email address.")
         try:
-            if not array_contains([r[0] for r in self.s.emails.rows], email_id):
+            if not self.s.emails.has_id(email_id):
                 return Rejected("Email not found.")
             recipient = recipient.lower()
             email = self._first(email_id)
@@ -111,7 +112,7 @@ class EmailTool(Toolkit):
         if not email_id or not body:
             return Rejected("Email ID or body not provided.")
         try:
-            if not array_contains([r[0] for r in self.s.emails.rows], email_id):
+            if not self.s.emails.has_id(email_id):
                 return Rejected("Email not found.")
             email = self._first(email_id)
             # Replying to an outbox mail goes to its original recipient: the same column.

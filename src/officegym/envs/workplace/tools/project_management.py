@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.frame_ops import (
-    array_contains, assign_values, column_max, contains_mask, eq_mask, lowered, ne_mask,
-)
+from officegym.envs.workplace.frame_ops import array_contains, contains_mask, eq_mask, lowered
 from officegym.envs.workplace.tools.base import Toolkit, records, select
 from officegym.envs.workplace.world import TASK_COLUMNS
 
@@ -31,13 +29,13 @@ class ProjectManagementTool(Toolkit):
             return Rejected("Task ID not provided.")
         if not field:
             return Rejected("Field not provided.")
-        rows = self.s.project_tasks.rows
-        for row, hit in zip(rows, eq_mask([r[0] for r in rows], task_id)):
-            if hit:
-                task = dict(zip(TASK_COLUMNS, row))
-                if field in task:
-                    return {field: task[field]}
-                return Rejected("Field not found.")
+        table = self.s.project_tasks
+        hits = table.id_positions(task_id)
+        if hits:
+            task = dict(zip(TASK_COLUMNS, table.rows[hits[0]]))
+            if field in task:
+                return {field: task[field]}
+            return Rejected("Field not found.")
         return Rejected("Task not found.")
 
     def search_tasks(self, task_name=None, assigned_to_email=None, list_name=None, due_date=None, board=None):
@@ -70,7 +68,7 @@ class ProjectManagementTool(Toolkit):
         if board not in BOARDS:
             return Rejected(_BAD_BOARD)
         table = self.s.project_tasks
-        task_id = str(int(column_max([r[0] for r in table.rows])) + 1).zfill(8)
+        task_id = str(int(table.max_id()) + 1).zfill(8)
         table.append((task_id, task_name, assigned_to_email, list_name, due_date, board))
         return task_id
 
@@ -78,9 +76,8 @@ class ProjectManagementTool(Toolkit):
         if not task_id:
             return Rejected("Task ID not provided.")
         table = self.s.project_tasks
-        ids = [r[0] for r in table.rows]
-        if array_contains(ids, task_id):
-            table.keep(ne_mask(ids, task_id))
+        if table.has_id(task_id):
+            table.delete_id(task_id)
             return "Task deleted successfully."
         return Rejected("Task not found.")
 
@@ -96,12 +93,9 @@ class ProjectManagementTool(Toolkit):
         if field == "assigned_to_email" and not array_contains(self._assignees(), new_value):
             return Rejected(_BAD_ASSIGNEE)
         table = self.s.project_tasks
-        ids = [r[0] for r in table.rows]
-        if array_contains(ids, task_id):
+        if table.has_id(task_id):
             if field in _COL:
-                hits = [i for i, m in enumerate(eq_mask(ids, task_id)) if m]
-                for i, v in zip(hits, assign_values(len(hits), new_value)):
-                    table.set_cell(i, _COL[field], v)
+                table.set_where_id(task_id, _COL[field], new_value)
                 return "Task updated successfully."
             return Rejected("Field not valid.")
         return Rejected("Task not found.")
