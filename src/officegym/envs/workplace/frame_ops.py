@@ -7,12 +7,42 @@ raised error becomes the text the model sees and decides whether state changes.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from functools import lru_cache
 from typing import Any
 
+from officegym.envs.workplace.timestamps import parse_timestamp
 from officegym.envs.workplace.world import NAN
+
+
+class _NaT:
+    """pandas' NaT as the tools meet it: truthy, and every ordering comparison is False."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, datetime.date) and not isinstance(other, datetime.datetime):
+            raise TypeError("Cannot compare NaT with datetime.date object")
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def date(self) -> _NaT:
+        return self
+
+    def __repr__(self) -> str:
+        return "NaT"
+
+
+NAT = _NaT()
+
+
+def timestamp(value: Any) -> Any:
+    """`pd.Timestamp(value)`: a datetime, or NAT where pandas gives NaT; raises like pandas."""
+    ts = parse_timestamp(value)
+    return NAT if ts is None else ts
 
 
 def _is_null(value: Any) -> bool:

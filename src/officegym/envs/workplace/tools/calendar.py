@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.frame_ops import regex
-from officegym.envs.workplace.timestamps import parse_timestamp
+from officegym.envs.workplace.frame_ops import regex, timestamp
 from officegym.envs.workplace.tools.base import Toolkit, paginate
 from officegym.envs.workplace.world import CALENDAR_COLUMNS
 
@@ -20,7 +19,7 @@ def _valid_id(event_id) -> bool:
 
 def _check_start(value):
     try:
-        parse_timestamp(value)
+        timestamp(value)
     except ValueError:
         return Rejected(_START_FORMAT)
     return None
@@ -56,12 +55,12 @@ class CalendarTool(Toolkit):
     def search_events(self, query="", time_min=None, time_max=None, page=1, page_size=5):
         if time_min:
             try:
-                time_min = parse_timestamp(time_min)
+                time_min = timestamp(time_min)
             except ValueError:
                 return Rejected("Invalid time_min format. Expected YYYY-MM-DD HH:MM:SS.")
         if time_max:
             try:
-                time_max = parse_timestamp(time_max)
+                time_max = timestamp(time_max)
             except ValueError:
                 return Rejected("Invalid time_max format. Expected YYYY-MM-DD HH:MM:SS.")
         rx = regex(query)
@@ -72,11 +71,11 @@ class CalendarTool(Toolkit):
             or (isinstance(row[2], str) and rx.search(row[2]) is not None)
         ]
         if time_min:
-            events = [e for e in events if _ge(parse_timestamp(e["event_start"]), time_min)]
+            events = [e for e in events if timestamp(e["event_start"]) >= time_min]
         if time_max:
-            events = [e for e in events if _ge(time_max, parse_timestamp(e["event_start"]))]
+            events = [e for e in events if timestamp(e["event_start"]) <= time_max]
         if events:
-            events.sort(key=lambda e: parse_timestamp(e["event_start"]), reverse=True)
+            events.sort(key=lambda e: timestamp(e["event_start"]), reverse=True)
             return paginate(events, page, page_size, "events", "total_events")
         return "No events found."
 
@@ -131,10 +130,3 @@ class CalendarTool(Toolkit):
             table.set_where_id(event_id, _COL[field], new_value)
             return "Event updated successfully."
         return Rejected("Event not found.")
-
-
-def _ge(a, b) -> bool:
-    """`a >= b` where a missing time (NaT) compares false, as in pandas."""
-    if a is None or b is None:
-        return False
-    return a >= b

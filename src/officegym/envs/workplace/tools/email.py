@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from officegym.envs.workplace.errors import Rejected
-from officegym.envs.workplace.timestamps import parse_timestamp
+from officegym.envs.workplace.frame_ops import timestamp
 from officegym.envs.workplace.tools.base import Toolkit, paginate, records
 from officegym.envs.workplace.world import EMAIL_COLUMNS, email_haystack
 
@@ -48,14 +48,14 @@ class EmailTool(Toolkit):
             entries = self._entries()
             for w in words:  # every word must occur; filtering word by word narrows fast
                 entries = [e for e in entries if w in e[0]]
-            hits = [(e[1] if e[1] is not None else parse_timestamp(e[2][4]), e[2]) for e in entries]
+            hits = [(e[1] if e[1] is not None else timestamp(e[2][4]), e[2]) for e in entries]
             # Newest first; a stable sort keeps table order among equal times.
             hits.sort(key=lambda h: h[0], reverse=True)
             if date_min and hits:
-                low = parse_timestamp(date_min).date()
+                low = timestamp(date_min).date()
                 hits = [h for h in hits if h[0].date() >= low]
             if date_max and hits:
-                high = parse_timestamp(date_max).date()
+                high = timestamp(date_max).date()
                 hits = [h for h in hits if h[0].date() <= high]
             result = paginate(hits, page, page_size, "emails", "total_emails")
             if hits:
