@@ -33,8 +33,9 @@ RAW_CALL = st.tuples(NAMES, st.one_of(ARGS, st.text(max_size=20), st.lists(JSON_
 def test_random_calls_never_raise_and_always_return_json_text(ref_world, calls):
     session = ref_world.new_session()
     for name, args in calls:
-        text = session.call(name, args)
-        assert isinstance(json.loads(text), dict) and "output" in json.loads(text)
+        body = json.loads(session.call(name, args))
+        # {"output": ...} from a tool, {"error": ...} for undecodable arguments, {"detail": ...} for non-objects
+        assert isinstance(body, dict) and len(body.keys() & {"output", "error", "detail"}) == 1
 
 
 @SETTINGS

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic_core import to_json
 
 
 class Rejected(str):
@@ -24,6 +25,7 @@ class ToolResult:
 
     value: Any
     status: str = "ok"
+    body: str | None = None  # set when the model sees something other than {"output": value}
 
     @property
     def ok(self) -> bool:
@@ -31,25 +33,28 @@ class ToolResult:
 
     @property
     def text(self) -> str:
-        return render_output(self.value)
-
-
-def _sanitize(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {k: _sanitize(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sanitize(v) for v in value]
-    return value
+        return self.body if self.body is not None else render_output(self.value)
 
 
 def render_output(value: Any) -> str:
-    """The HTTP body NeMo Gym returns for a tool call: compact `{"output": ...}`, NaN as null."""
-    body = {"output": value}
-    try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # a NaN cell (missing CSV value) somewhere in the records
-        return json.dumps(_sanitize(body), ensure_ascii=False, separators=(",", ":"), default=str)
-    except TypeError:  # a value JSON cannot hold; show its text rather than fail the rollout
-        return json.dumps(_sanitize(body), ensure_ascii=False, separators=(",", ":"), default=str)
+    """The HTTP body NeMo Gym returns for a tool call: `{"output": ...}` serialised as FastAPI does
+    (pydantic: compact, non-ASCII kept, NaN as null, pydantic's float spelling such as 0.00001)."""
+    return to_json({"output": value}, inf_nan_mode="null", fallback=str).decode()
+
+
+def invalid_json_result(exc: Exception) -> ToolResult:
+    """What NeMo Gym's simple agent feeds back when a call's arguments are not JSON (no server call)."""
+    message = f"Invalid tool call arguments: {exc!r}"
+    return ToolResult(message, "error", json.dumps({"error": message}))
+
+
+def not_an_object_result(value: Any) -> ToolResult:
+    """FastAPI's 422 body for a tool call whose JSON arguments are not an object."""
+    detail = {
+        "type": "model_attributes_type",
+        "loc": ["body"],
+        "msg": "Input should be a valid dictionary or object to extract fields from",
+        "input": value,
+    }
+    body = to_json({"detail": [detail]}, inf_nan_mode="null", fallback=str).decode()
+    return ToolResult(f"arguments must be a JSON object: {detail['msg']}", "error", body)

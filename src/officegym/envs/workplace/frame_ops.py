@@ -50,7 +50,8 @@ def _is_null(value: Any) -> bool:
 
 
 def _list_like(value: Any) -> bool:
-    return isinstance(value, list | tuple | dict | set)
+    # pandas compares a list elementwise; a dict (the only other JSON container) is a scalar
+    return isinstance(value, list | tuple)
 
 
 def eq_mask(cells: list[Any], value: Any) -> list[bool]:
@@ -69,7 +70,7 @@ def ne_mask(cells: list[Any], value: Any) -> list[bool]:
     return [not m for m in eq_mask(cells, value)]
 
 
-def array_contains(cells: list[Any], value: Any) -> bool:
+def array_contains(cells: list[Any] | tuple, value: Any) -> bool:
     """`value in series.values` (numpy: any elementwise ==, broadcasting a one-element list)."""
     if isinstance(value, list | tuple):
         if len(value) == 1:
@@ -83,14 +84,19 @@ def array_contains(cells: list[Any], value: Any) -> bool:
     return any(c == value for c in cells)
 
 
-def column_max(cells: list[Any]) -> Any:
-    """`series.max()` of an object column: nulls skipped, NaN when nothing is left."""
-    values = [c for c in cells if not _is_null(c)]
-    if not values:
+_NEG_INF = float("-inf")
+
+
+def column_max(cells: list[Any] | tuple) -> Any:
+    """`series.max()` of an object column: NaN when empty or all null; otherwise nulls become
+    -inf and numpy keeps `best if best >= next else next`, so a null or a number among string ids
+    raises TypeError with pandas' message."""
+    if all(_is_null(c) for c in cells):
         return NAN
+    values = [_NEG_INF if _is_null(c) else c for c in cells]
     best = values[0]
     for v in values[1:]:
-        if v >= best:  # numpy's object maximum compares with >=; a str/int mix raises TypeError
+        if not best >= v:
             best = v
     return best
 
@@ -144,9 +150,15 @@ def lowered(cell: Any) -> Any:
 
 
 def assign_values(n_matched: int, value: Any) -> list[Any]:
-    """What `df.loc[mask, col] = value` writes into each matched row."""
+    """What `df.loc[mask, col] = value` writes into each matched row: a one-element list is
+    spread over all rows, a list as long as the match is written element by element, any other
+    list fails; a dict is aligned on row labels, which it never shares, so it writes NaN."""
     if isinstance(value, list | tuple):
+        if len(value) == 1:
+            return [value[0]] * n_matched
         if len(value) != n_matched:
-            raise ValueError("Must have equal len keys and value when setting with an iterable")
+            raise ValueError("setting an array element with a sequence.")
         return list(value)
+    if isinstance(value, dict):
+        return [NAN] * n_matched
     return [value] * n_matched

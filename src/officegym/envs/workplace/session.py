@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from officegym.core.types import ToolCall
-from officegym.envs.workplace.errors import Rejected, ToolResult, render_output
+from officegym.envs.workplace.errors import Rejected, ToolResult, invalid_json_result, not_an_object_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
 from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World
@@ -41,17 +41,16 @@ class WorkplaceSession:
             try:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError) as exc:
-                return ToolResult(f"Error executing tool '{name}': invalid JSON arguments: {exc}", "error")
+                return invalid_json_result(exc)
+            if not isinstance(arguments, dict):
+                return not_an_object_result(arguments)
         elif arguments is None:
             arguments = {}
+        elif not isinstance(arguments, dict):
+            return not_an_object_result(arguments)
         entry = TOOLS.get(name) if isinstance(name, str) else None
         if entry is None:
             return ToolResult(f"Error executing tool '{name}': {name!r}", "error")
-        if not isinstance(arguments, dict):
-            return ToolResult(
-                f"Error executing tool '{name}': arguments must be a JSON object, not {type(arguments).__name__}",
-                "error",
-            )
         if drop_nulls:
             arguments = {k: v for k, v in arguments.items() if v is not None}
         toolkit, method = entry
@@ -63,8 +62,7 @@ class WorkplaceSession:
 
     def call(self, name: str, arguments: Any = None) -> str:
         """What the model sees for a tool call: the reference's HTTP body `{"output": ...}`."""
-        result = self.execute(name, arguments)
-        return render_output(result.value)
+        return self.execute(name, arguments).text
 
     def replay(self, calls: Iterable[ToolCall], drop_nulls: bool = True) -> list[ToolResult]:
         return [self.execute(c.name, c.arguments if c.parse_error is None else c.raw_arguments, drop_nulls) for c in calls]

@@ -52,7 +52,7 @@ class TableState:
         """`value in df[id].values`."""
         if type(value) is str:
             return value in self.ids()  # identity shortcut is harmless: ids are never the NaN object
-        return frame_ops.array_contains(list(self.ids()), value)
+        return frame_ops.array_contains(self.ids(), value)
 
     def id_positions(self, value: Any) -> list[int]:
         """Positions where `df[id] == value` (raises like pandas for list values of the wrong length)."""
@@ -79,7 +79,7 @@ class TableState:
             # max() raised TypeError if any id were not a string next to string ids
             if type(best) is str:
                 return best
-        return frame_ops.column_max(list(ids))
+        return frame_ops.column_max(ids)
 
     # -- writes ------------------------------------------------------------------------------------
 

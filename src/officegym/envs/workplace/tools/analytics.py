@@ -18,12 +18,17 @@ class AnalyticsTool(Toolkit):
     __slots__ = ()
 
     def _dates(self, time_min, time_max) -> list[str]:
-        """Dates with visits in range: the reference's string comparisons on date_of_visit."""
-        dates = self.s.world.dates
+        """Dates with visits in range: the reference's string comparisons on date_of_visit.
+
+        Comparing per date is the same as per visit row; only a list bound (compared elementwise by
+        pandas) needs the row count for its error message."""
+        world = self.s.world
+        dates = world.dates
         if time_min:
-            dates = [d for d, keep in zip(dates, _compare(dates, ">=", time_min)) if keep]
+            dates = [d for d, keep in zip(dates, _compare(dates, ">=", time_min, len(world.analytics))) if keep]
         if time_max:
-            dates = [d for d, keep in zip(dates, _compare(dates, "<=", time_max)) if keep]
+            rows = len(world.analytics) if not time_min else sum(world.date_stats[d].visits for d in dates)
+            dates = [d for d, keep in zip(dates, _compare(dates, "<=", time_max, rows)) if keep]
         return list(dates)
 
     def get_visitor_information_by_id(self, visitor_id=None):
@@ -71,7 +76,7 @@ class AnalyticsTool(Toolkit):
         dates = self._dates(time_min, time_max)
         stats = self.s.world.date_stats
         if traffic_source:
-            if isinstance(traffic_source, list | dict):
+            if isinstance(traffic_source, list):
                 n = sum(stats[d].visits for d in dates)
                 if len(traffic_source) != n:
                     raise ValueError(("Lengths must match to compare", (n,), (len(traffic_source),)))
@@ -92,9 +97,9 @@ class AnalyticsTool(Toolkit):
         return {d: stats[d].duration_sum / stats[d].visits for d in dates}
 
 
-def _compare(dates, op: str, bound) -> list[bool]:
-    if isinstance(bound, list | dict):
-        raise ValueError(("Lengths must match to compare", (len(dates),), (len(bound),)))
+def _compare(dates, op: str, bound, rows: int) -> list[bool]:
+    if isinstance(bound, list):
+        raise ValueError(("Lengths must match to compare", (rows,), (len(bound),)))
     if op == ">=":
         return [d >= bound for d in dates]
     return [d <= bound for d in dates]

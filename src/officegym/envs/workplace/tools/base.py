@@ -28,7 +28,7 @@ def paginate(items: list[Any], page: Any, page_size: Any, key: str, total_key: s
     start = (page - 1) * page_size
     end = min(start + page_size, total)
     return {
-        key: items[start:end],
+        key: items[start:end] if total else [],  # the reference slices only when it has results
         "pagination": {total_key: total, "page": page, "page_size": page_size, "total_pages": total_pages},
     }
 

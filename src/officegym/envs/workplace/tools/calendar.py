@@ -70,12 +70,18 @@ class CalendarTool(Toolkit):
             if (isinstance(row[1], str) and rx.search(row[1]) is not None)
             or (isinstance(row[2], str) and rx.search(row[2]) is not None)
         ]
-        if time_min:
-            events = [e for e in events if timestamp(e["event_start"]) >= time_min]
-        if time_max:
-            events = [e for e in events if timestamp(e["event_start"]) <= time_max]
+        try:
+            if time_min:
+                events = [e for e in events if timestamp(e["event_start"]) >= time_min]
+            if time_max:
+                events = [e for e in events if timestamp(e["event_start"]) <= time_max]
+            if events:
+                events.sort(key=lambda e: timestamp(e["event_start"]), reverse=True)
+        except TypeError as exc:
+            if "offset-naive and offset-aware" in str(exc):  # pandas words this differently
+                raise TypeError("Cannot compare tz-naive and tz-aware timestamps") from None
+            raise
         if events:
-            events.sort(key=lambda e: timestamp(e["event_start"]), reverse=True)
             return paginate(events, page, page_size, "events", "total_events")
         return "No events found."
 
