@@ -149,16 +149,21 @@ def lowered(cell: Any) -> Any:
     return cell.lower() if isinstance(cell, str) else NAN
 
 
-def assign_values(n_matched: int, value: Any) -> list[Any]:
-    """What `df.loc[mask, col] = value` writes into each matched row: a one-element list is
-    spread over all rows, a list as long as the match is written element by element, any other
-    list fails; a dict is aligned on row labels, which it never shares, so it writes NaN."""
+def assign_values(n_matched: int, value: Any, split_blocks: bool = False) -> list[Any]:
+    """What `df.loc[mask, col] = value` writes into each matched row.
+
+    A list as long as the match is written element by element. Otherwise pandas' answer depends
+    on the frame's internal layout: a single-block frame spreads a one-element list over all rows
+    and rejects other lengths; a frame split into several blocks (see TableState.split_blocks)
+    rejects every other length. A dict is aligned on row labels, which it never shares: NaN."""
     if isinstance(value, list | tuple):
+        if len(value) == n_matched:
+            return list(value)
+        if split_blocks:
+            raise ValueError("Must have equal len keys and value when setting with an iterable")
         if len(value) == 1:
             return [value[0]] * n_matched
-        if len(value) != n_matched:
-            raise ValueError("setting an array element with a sequence.")
-        return list(value)
+        raise ValueError("setting an array element with a sequence.")
     if isinstance(value, dict):
         return [NAN] * n_matched
     return [value] * n_matched

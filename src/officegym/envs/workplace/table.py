@@ -22,7 +22,7 @@ LABEL_NEXT = "next"  # df.loc[len(df)] = row
 
 
 class TableState:
-    __slots__ = ("_ids", "_labels", "_origins", "columns", "insert_rule", "owned", "rows")
+    __slots__ = ("_ids", "_labels", "_origins", "columns", "insert_rule", "owned", "rows", "split_blocks")
 
     def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], insert_rule: str, ids: tuple | None = None):
         self.columns = columns
@@ -32,6 +32,10 @@ class TableState:
         self._labels: list[int] | None = None  # None: contiguous 0..n-1
         self._origins: list[int | None] | None = None  # None: row i is base row i
         self._ids: tuple | list | None = ids  # the first column, kept in step with rows
+        # Whether the reference's DataFrame now holds several blocks: a concat that reorders
+        # columns or brings a numeric cell splits it for good, and pandas' list assignment rules
+        # differ then (frame_ops.assign_values).
+        self.split_blocks = False
 
     @property
     def labels(self) -> list[int]:
@@ -91,7 +95,9 @@ class TableState:
             self.owned = True
         return self.rows  # type: ignore[return-value]
 
-    def append(self, row: tuple) -> None:
+    def append(self, row: tuple, reorders_columns: bool = False) -> None:
+        if reorders_columns or any(type(c) in (int, float, bool) for c in row):
+            self.split_blocks = True
         rows = self._own()
         n = len(rows)
         if self._origins is None:
@@ -147,5 +153,5 @@ class TableState:
     def set_where_id(self, id_value: Any, column: int, value: Any) -> None:
         """`df.loc[df[id] == id_value, column] = value`."""
         hits = self.id_positions(id_value)
-        for i, v in zip(hits, frame_ops.assign_values(len(hits), value)):
+        for i, v in zip(hits, frame_ops.assign_values(len(hits), value, self.split_blocks)):
             self.set_cell(i, column, v)

@@ -102,7 +102,7 @@ class CustomerRelationshipManagerTool(Toolkit):
         table.append((
             new_id, assigned_to_email, customer_name, customer_email, customer_phone,
             last_contact_date, product_interest, status, follow_up_by, notes,
-        ))
+        ), reorders_columns=True)  # the reference builds the new row with its columns in another order
         return new_id
 
     def delete_customer(self, customer_id=None):
