@@ -95,6 +95,8 @@ class World:
     email_entries: tuple[tuple[str, Any, tuple], ...] = ()
     email_index: dict[int, tuple[str, Any, tuple]] = field(default_factory=dict)
     ids: dict[str, tuple] = field(default_factory=dict)
+    # id(base calendar row) -> its parsed start, for starts that parse to a time
+    event_starts: dict[int, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
@@ -213,6 +215,7 @@ def build_world(
     entries = tuple((email_haystack(row), _parsed_or_none(row[4]), row) for row in tables["emails"])
     index = {id(e[2]): e for e in entries}
     ids = {name: tuple(r[0] for r in rows) for name, rows in tables.items()}
+    starts = {id(r): ts for r in tables["calendar"] if (ts := _parsed_or_none(r[3])) is not None}
     return World(
         path=path,
         now=now,
@@ -225,4 +228,5 @@ def build_world(
         email_entries=entries,
         email_index=index,
         ids=ids,
+        event_starts=starts,
     )

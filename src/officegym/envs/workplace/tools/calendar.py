@@ -64,25 +64,32 @@ class CalendarTool(Toolkit):
             except ValueError:
                 return Rejected("Invalid time_max format. Expected YYYY-MM-DD HH:MM:SS.")
         rx = regex(query)
-        events = [
-            dict(zip(CALENDAR_COLUMNS, row))
-            for row in self.s.calendar.rows
-            if (isinstance(row[1], str) and rx.search(row[1]) is not None)
-            or (isinstance(row[2], str) and rx.search(row[2]) is not None)
-        ]
+        rows = self.s.calendar.rows
+        if query == "":  # matches every string cell
+            hits = [r for r in rows if isinstance(r[1], str) or isinstance(r[2], str)]
+        else:
+            hits = [
+                r for r in rows
+                if (isinstance(r[1], str) and rx.search(r[1]) is not None)
+                or (isinstance(r[2], str) and rx.search(r[2]) is not None)
+            ]
+        starts = self.s.world.event_starts
         try:
+            timed = [(starts.get(id(r)) or timestamp(r[3]), r) for r in hits] if (time_min or time_max or hits) else []
             if time_min:
-                events = [e for e in events if timestamp(e["event_start"]) >= time_min]
+                timed = [t for t in timed if t[0] >= time_min]
             if time_max:
-                events = [e for e in events if timestamp(e["event_start"]) <= time_max]
-            if events:
-                events.sort(key=lambda e: timestamp(e["event_start"]), reverse=True)
+                timed = [t for t in timed if t[0] <= time_max]
+            if timed:
+                timed.sort(key=lambda t: t[0], reverse=True)  # latest first; stable for ties
         except TypeError as exc:
             if "offset-naive and offset-aware" in str(exc):  # pandas words this differently
                 raise TypeError("Cannot compare tz-naive and tz-aware timestamps") from None
             raise
-        if events:
-            return paginate(events, page, page_size, "events", "total_events")
+        if timed:
+            result = paginate(timed, page, page_size, "events", "total_events")
+            result["events"] = [dict(zip(CALENDAR_COLUMNS, r)) for _, r in result["events"]]
+            return result
         return "No events found."
 
     def create_event(self, event_name=None, participant_email=None, event_start=None, duration=None):
