@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from officegym.core.types import ToolCall
-from officegym.envs.workplace.errors import Rejected, ToolResult, invalid_json_result, not_an_object_result
+from officegym.envs.workplace.results import Rejected, ToolResult, invalid_json_result, not_an_object_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
 from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World

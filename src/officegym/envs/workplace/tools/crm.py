@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from officegym.envs.workplace.errors import Rejected
 from officegym.envs.workplace.frame_ops import compare_mask, contains_mask
+from officegym.envs.workplace.results import Rejected
 from officegym.envs.workplace.tools.base import Toolkit, paginate, records, select
 from officegym.envs.workplace.world import CRM_COLUMNS
 

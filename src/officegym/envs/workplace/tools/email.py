@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from officegym.envs.workplace.errors import Rejected
 from officegym.envs.workplace.frame_ops import timestamp
+from officegym.envs.workplace.results import Rejected
 from officegym.envs.workplace.tools.base import Toolkit, paginate, records
 from officegym.envs.workplace.world import EMAIL_COLUMNS, email_haystack
 

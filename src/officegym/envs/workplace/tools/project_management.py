@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from officegym.envs.workplace.errors import Rejected
 from officegym.envs.workplace.frame_ops import array_contains, contains_mask, eq_mask, lowered
+from officegym.envs.workplace.results import Rejected
 from officegym.envs.workplace.tools.base import Toolkit, records, select
 from officegym.envs.workplace.world import TASK_COLUMNS
 
