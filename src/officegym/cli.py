@@ -115,6 +115,172 @@ def verify(
             console.print(f"[yellow]line {v.index}:[/] {v.error}")
 
 
+def _tasks(path: Path):
+    from officegym.core.task import TaskFormatError, read_tasks
+
+    try:
+        tasks = read_tasks(path)
+    except FileNotFoundError:
+        _fail(f"no such task file: {path}")
+    except TaskFormatError as exc:
+        _fail(str(exc))
+    if not tasks:
+        _fail(f"{path} holds no tasks")
+    return tasks
+
+
+@app.command("eval")
+def eval_cmd(
+    policy: Annotated[str, typer.Option("--policy", help="oracle | noop | random[:SEED] | openai:MODEL | openai-responses:MODEL | hf:PATH | smollm2-135m | vllm:MODEL")],
+    tasks: Annotated[Path, typer.Option("--tasks", help="Task rows (NeMo Gym JSONL).")],
+    out: Annotated[Path, typer.Option("--out", help="Run folder: rollouts.jsonl, metrics.json, report.html/.md.")],
+    world: WorldOpt = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
+    mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
+    reward: Annotated[str, typer.Option("--reward", help="binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "binary",
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 6,
+    temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
+) -> None:
+    """Roll out a policy over tasks (resumable), then write metrics and a report."""
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from officegym.agent.loop import LoopConfig
+    from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.core.policy import SamplingParams
+    from officegym.envs.workplace.env import WorkplaceEnvironment
+    from officegym.envs.workplace.verify import MODES
+    from officegym.eval.metrics import compute_metrics
+    from officegym.eval.report import write_report
+    from officegym.eval.run import run_eval
+
+    if mode not in MODES:
+        _fail(f"--mode must be one of {', '.join(MODES)}")
+    env = WorkplaceEnvironment(_world(world), mode=mode)
+    task_list = _tasks(tasks)[:limit]
+    reward_fn = _reward(reward, env.write_tools)
+    try:
+        pol = make_policy(policy, base_url=base_url, seed=seed)
+    except (PolicySpecError, FileNotFoundError, OSError) as exc:
+        _fail(str(exc))
+    preflight = getattr(pol, "preflight", None)
+    if preflight is not None:
+        problem = asyncio.run(_preflight(pol))
+        if problem:
+            _fail(problem)
+    config = LoopConfig(max_steps=max_steps, mode=mode,
+                        params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
+    run_info = {"policy": policy, "tasks": str(tasks), "world": str(world), "k": k, "mode": mode, "reward": reward,
+                "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
+                "base_url": base_url, "limit": limit}
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / "run.json", run_info)
+    columns = (TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as bar:
+        job = bar.add_task("rollouts", total=len(task_list) * k)
+        try:
+            result = run_eval(env, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+                              concurrency=concurrency, progress=lambda n: bar.advance(job, n))
+        except ValueError as exc:
+            _fail(str(exc))
+    metrics = compute_metrics(result.rows, task_list, env.write_tools)
+    _write_json(out / "metrics.json", metrics)
+    html_path, _ = write_report(out, metrics, result.rows, title=f"officegym eval: {policy}")
+    _print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
+    console.print(f"report: {html_path}")
+
+
+async def _preflight(pol) -> str | None:
+    try:
+        return await pol.preflight()
+    finally:
+        close = getattr(pol, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _reward(spec: str, writes):
+    if spec == "binary":
+        return None
+    from officegym.rewards import make_reward
+
+    try:
+        return make_reward(json.loads(spec) if spec.lstrip().startswith("{") else spec, writes=writes)
+    except (ValueError, KeyError, TypeError) as exc:
+        _fail(f"--reward: {exc}")
+
+
+def _write_json(path: Path, data) -> None:
+    from officegym.eval.report import _atomic_write
+
+    _atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _print_metrics(m: dict, title: str) -> None:
+    from officegym.eval.report import _summary_rows
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in _summary_rows(m):
+        table.add_row(name, value)
+    for bucket, v in m["buckets"].items():
+        table.add_row(f"accuracy, {bucket}", "-" if v["accuracy"] is None else f"{100 * v['accuracy']:.1f}% (n={v['n']})")
+    console.print(table)
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `officegym eval`.")]) -> None:
+    """Rebuild metrics.json and the report of an eval run from its rollouts."""
+    from officegym.core.task import Task
+    from officegym.envs.workplace.tools import WRITE_TOOLS
+    from officegym.eval.metrics import compute_metrics
+    from officegym.eval.report import write_report
+    from officegym.eval.run import ROLLOUTS, load_rollouts
+
+    try:
+        rows = load_rollouts(run_dir / ROLLOUTS)
+    except ValueError as exc:
+        _fail(str(exc))
+    if not rows:
+        _fail(f"no rollouts in {run_dir / ROLLOUTS}")
+    tasks = {}
+    for r in rows:
+        t = Task.from_row({k: v for k, v in r.items() if k not in ("response", "reward", "officegym")})
+        tasks[str(t.id)] = t
+    metrics = compute_metrics(rows, list(tasks.values()), WRITE_TOOLS)
+    _write_json(run_dir / "metrics.json", metrics)
+    html_path, md_path = write_report(run_dir, metrics, rows, title=f"officegym eval: {run_dir.name}")
+    _print_metrics(metrics, str(run_dir))
+    console.print(f"report: {html_path}, {md_path}")
+
+
+@app.command()
+def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folders to put side by side.")]) -> None:
+    """Key metrics of several eval runs side by side (from their metrics.json)."""
+    from officegym.eval.report import compare_table
+
+    runs = {}
+    for d in run_dirs:
+        try:
+            runs[d.name if d.name not in runs else str(d)] = json.loads((d / "metrics.json").read_text())
+        except (OSError, ValueError) as exc:
+            _fail(f"{d}: no readable metrics.json ({exc}); run `officegym report {d}` first")
+    headers, rows = compare_table(runs)
+    table = Table(title="runs compared")
+    for h in headers:
+        table.add_column(h, justify="left" if h == "metric" else "right")
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)
+
+
 @app.command()
 def envs() -> None:
     """List the registered environments."""

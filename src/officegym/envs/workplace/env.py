@@ -11,6 +11,7 @@ from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.specs import TOOL_SPECS
+from officegym.envs.workplace.tools import WRITE_TOOLS
 from officegym.envs.workplace.verify import DEFAULT_MODE, verify_calls
 from officegym.envs.workplace.world import World, load_world
 
@@ -32,16 +33,24 @@ class WorkplaceEnvironment:
     """The Workplace Assistant: 27 tools over a world loaded once and shared by all sessions."""
 
     name = NAME
+    write_tools = WRITE_TOOLS
 
     def __init__(self, world: World | str | os.PathLike[str] | None = None, mode: str = DEFAULT_MODE):
         if world is None:
             raise ValueError("the workplace environment needs a world: pass a csv_data folder (--world DIR)")
         self.world = world if isinstance(world, World) else load_world(Path(world))
         self.mode = mode
+        self._specs: dict[int, tuple[list, list[ToolSpec]]] = {}  # id(task.tools) -> (that list, its specs)
 
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
-            return [spec_from_schema(t) for t in task.tools]
+            cached = self._specs.get(id(task.tools))
+            if cached is None or cached[0] is not task.tools:
+                if len(self._specs) > 4096:
+                    self._specs.clear()
+                cached = (task.tools, [spec_from_schema(t) for t in task.tools])
+                self._specs[id(task.tools)] = cached
+            return list(cached[1])
         return list(TOOL_SPECS)
 
     def session(self, task: Task | None = None) -> WorkplaceSession:

@@ -19,7 +19,7 @@ from typing import Any
 
 from officegym.envs.workplace.table import TableState
 from officegym.envs.workplace.timestamps import parse_timestamp
-from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, TABLE_COLUMNS
+from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, NAN, TABLE_COLUMNS
 
 CASE_SENSITIVE_COLUMNS = frozenset({"status", "list_name", "board"})
 
@@ -47,7 +47,33 @@ def _lower_plan(table: str) -> tuple[bool, ...]:
 LOWER_PLAN = {t: _lower_plan(t) for t in COMPARED_TABLES}
 
 
+# Canonical rows by (table, row): replays of the same calls build equal rows again and again.
+_CACHE_LIMIT = 200_000
+_nemo_cache: dict[tuple[str, tuple], tuple] = {}
+_outcome_cache: dict[tuple[str, tuple], tuple] = {}
+
+
+def _cached(cache: dict, table: str, row: tuple, make) -> tuple:
+    # Only rows of strings and missing values are cached: tuple equality would confuse 1, 1.0 and
+    # True, which canonicalise differently.
+    for c in row:
+        if type(c) is not str and c is not None and c is not NAN:
+            return make(table, row)
+    key = (table, row)
+    value = cache.get(key)
+    if value is None:
+        value = make(table, row)
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 def nemo_row(table: str, row: tuple) -> tuple:
+    return _cached(_nemo_cache, table, row, _nemo_row)
+
+
+def _nemo_row(table: str, row: tuple) -> tuple:
     out = []
     for cell, lower in zip(row, LOWER_PLAN[table]):
         if lower:
@@ -96,6 +122,10 @@ def _instant(text: str) -> str | None:
 
 
 def outcome_row(table: str, row: tuple) -> tuple:
+    return _cached(_outcome_cache, table, row, _outcome_row)
+
+
+def _outcome_row(table: str, row: tuple) -> tuple:
     return tuple(
         _outcome_cell(cell, lower, col) for cell, lower, col in zip(row, LOWER_PLAN[table], TABLE_COLUMNS[table])
     )

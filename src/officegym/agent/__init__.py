@@ -1,0 +1,1 @@
+"""Agent rollouts: the loop, tool-call formats and policy backends."""

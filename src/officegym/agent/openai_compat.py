@@ -1,0 +1,195 @@
+"""`openai:` policy: any OpenAI-compatible server, Chat Completions or Responses API.
+
+Retries with exponential backoff and jitter on connection errors, timeouts, 429 and 5xx; other
+4xx answers fail at once with the server's message. A semaphore bounds concurrent requests. The API
+key comes from an environment variable (OPENAI_API_KEY by default), never from a config file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from typing import Any
+
+from officegym.agent.formats import chat_messages_to_responses_items, parse_text_tool_calls
+from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class OpenAIPolicy:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api: str = "chat",
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        concurrency: int = 16,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        if api not in ("chat", "responses"):
+            raise ValueError("api must be 'chat' or 'responses'")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1").rstrip("/")
+        self.api = api
+        self.api_key = os.environ.get(api_key_env, "")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.extra_body = extra_body or {}
+        self.name = f"openai:{model}"
+        self._gate = asyncio.Semaphore(max(1, concurrency))
+        self._client = None
+
+    def _http(self):
+        import httpx
+
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._client = httpx.AsyncClient(timeout=self.timeout, headers=headers)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def preflight(self) -> str | None:
+        """A quick check that the server answers (GET /models): an error message, or None."""
+        import httpx
+
+        url = self.base_url + "/models"
+        try:
+            resp = await self._http().get(url, timeout=min(10.0, self.timeout))
+        except httpx.HTTPError as exc:
+            return f"cannot reach the model server at {self.base_url}: {type(exc).__name__}: {exc}"
+        if resp.status_code == 200:
+            try:
+                ids = {m.get("id") for m in resp.json().get("data", [])}
+            except (ValueError, AttributeError):
+                return None
+            if ids and self.model not in ids:
+                return f"the server at {self.base_url} does not serve model {self.model!r} (it serves: {', '.join(sorted(map(str, ids)))})"
+        return None
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        return list(await asyncio.gather(*(self._one(r, params) for r in requests)))
+
+    # -- one request -------------------------------------------------------------------------------
+
+    def _body(self, r: PolicyRequest, params: SamplingParams) -> tuple[str, dict[str, Any]]:
+        common: dict[str, Any] = {"model": self.model, "temperature": params.temperature, "top_p": params.top_p}
+        if self.api == "chat":
+            body = {
+                **common,
+                "messages": [_chat_message(m) for m in r.messages],
+                "max_tokens": params.max_new_tokens,
+            }
+            if r.tools:
+                body["tools"] = [t.to_chat_tool() for t in r.tools]
+            if params.seed is not None:
+                body["seed"] = params.seed
+            if params.stop:
+                body["stop"] = params.stop
+            path = "/chat/completions"
+        else:
+            body = {
+                **common,
+                "input": chat_messages_to_responses_items(r.messages),
+                "max_output_tokens": params.max_new_tokens,
+                "parallel_tool_calls": True,
+            }
+            if r.tools:
+                body["tools"] = [t.to_schema() for t in r.tools]
+            path = "/responses"
+        body.update(self.extra_body)
+        return self.base_url + path, body
+
+    async def _one(self, r: PolicyRequest, params: SamplingParams) -> Completion:
+        import httpx
+
+        url, body = self._body(r, params)
+        start = time.perf_counter()
+        last_error = ""
+        async with self._gate:
+            for attempt in range(self.max_retries + 1):
+                if attempt:
+                    await asyncio.sleep(self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
+                try:
+                    resp = await self._http().post(url, json=body)
+                except httpx.TimeoutException:
+                    last_error = f"timed out after {self.timeout:g} s waiting for {url}"
+                    continue
+                except httpx.HTTPError as exc:
+                    last_error = f"cannot reach {url}: {type(exc).__name__}: {exc}"
+                    continue
+                if resp.status_code in RETRY_STATUS:
+                    last_error = f"HTTP {resp.status_code} from {url}: {resp.text[:300]}"
+                    continue
+                if resp.status_code >= 400:
+                    return Completion(finish_reason="error", error=f"HTTP {resp.status_code} from {url}: {resp.text[:500]}",
+                                      seconds=time.perf_counter() - start)
+                try:
+                    data = resp.json()
+                    completion = self._parse(data)
+                except (ValueError, KeyError, IndexError, TypeError, ToolCallParseError) as exc:
+                    return Completion(finish_reason="error", error=f"unreadable answer from {url}: {exc}",
+                                      seconds=time.perf_counter() - start)
+                completion.seconds = time.perf_counter() - start
+                return completion
+        return Completion(finish_reason="error", error=f"{last_error} (gave up after {self.max_retries + 1} attempts)",
+                          seconds=time.perf_counter() - start)
+
+    def _parse(self, data: dict[str, Any]) -> Completion:
+        usage = data.get("usage") or {}
+        if self.api == "chat":
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+            calls = [parse_tool_call(tc) for tc in message.get("tool_calls") or []]
+            finish = "length" if choice.get("finish_reason") == "length" else "stop"
+            prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        else:
+            text_parts, calls = [], []
+            for item in data.get("output") or []:
+                if item.get("type") == "function_call":
+                    calls.append(parse_tool_call(item))
+                elif item.get("type") == "message":
+                    for part in item.get("content") or []:
+                        if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
+                            text_parts.append(part.get("text", ""))
+            text = "".join(text_parts)
+            finish = "length" if (data.get("incomplete_details") or {}).get("reason") == "max_output_tokens" else "stop"
+            prompt_tokens, completion_tokens = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        invalid: list[str] = []
+        if not calls and "<tool_call>" in text:
+            # a server without a tool parser returns the model's raw text format
+            parsed = parse_text_tool_calls(text)
+            text, calls, invalid = parsed.content, parsed.calls, parsed.invalid
+        return Completion(text=text, tool_calls=calls, invalid=invalid, finish_reason=finish,
+                          prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def _chat_message(m: dict[str, Any]) -> dict[str, Any]:
+    """Our message as the Chat Completions API accepts it."""
+    if m.get("role") == "tool" and not m.get("tool_call_id"):
+        return {"role": "user", "content": m.get("content", "")}  # a note about a malformed call
+    out = {k: v for k, v in m.items() if v is not None}
+    if out.get("role") == "assistant" and out.get("tool_calls"):
+        out["tool_calls"] = [
+            {**tc, "function": {**tc["function"], "arguments": _as_json(tc["function"].get("arguments"))}}
+            for tc in out["tool_calls"]
+        ]
+        out.setdefault("content", None)
+    return out
+
+
+def _as_json(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)

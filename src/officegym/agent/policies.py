@@ -1,0 +1,64 @@
+"""Build a policy from a spec string: oracle | noop | random[:SEED] | openai:MODEL |
+openai-responses:MODEL | hf:PATH_OR_ID | smollm2-135m | vllm:MODEL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from officegym.core.policy import Policy
+
+SCRIPTED = ("oracle", "noop", "random")
+
+
+class PolicySpecError(ValueError):
+    pass
+
+
+def make_policy(spec: str, **options: Any) -> Policy:
+    """`options` go to the backend (base_url, api_key_env, device, dtype, threads, batch_size, ...)."""
+    kind, _, arg = spec.partition(":")
+    if spec == "smollm2-135m":
+        kind, arg = "hf", "smollm2-135m"
+    if kind == "oracle":
+        from officegym.agent.scripted import OraclePolicy
+
+        return OraclePolicy()
+    if kind == "noop":
+        from officegym.agent.scripted import NoopPolicy
+
+        return NoopPolicy()
+    if kind == "random":
+        from officegym.agent.scripted import RandomPolicy
+
+        try:
+            seed = int(arg) if arg else int(options.get("seed", 0))
+        except ValueError:
+            raise PolicySpecError(f"random:SEED needs an integer seed, got {arg!r}") from None
+        return RandomPolicy(seed=seed)
+    if kind in ("openai", "openai-responses"):
+        if not arg:
+            raise PolicySpecError(f"{kind}:MODEL needs a model name, e.g. {kind}:gpt-4.1-mini")
+        from officegym.agent.openai_compat import OpenAIPolicy
+
+        allowed = {"base_url", "api_key_env", "timeout", "max_retries", "backoff", "concurrency", "extra_body"}
+        return OpenAIPolicy(arg, api="chat" if kind == "openai" else "responses",
+                            **{k: v for k, v in options.items() if k in allowed and v is not None})
+    if kind == "hf":
+        if not arg:
+            raise PolicySpecError("hf:MODEL needs a local path, a hub id or smollm2-135m")
+        try:
+            from officegym.agent.hf import HFPolicy
+        except ImportError as exc:
+            raise PolicySpecError(f"the hf: backend needs torch and transformers ({exc}); pip install 'officegym[train]'") from None
+        allowed = {"device", "dtype", "threads", "batch_size", "max_prompt_tokens"}
+        return HFPolicy(arg, **{k: v for k, v in options.items() if k in allowed and v is not None})
+    if kind == "vllm":
+        try:
+            from officegym.agent.vllm_backend import VLLMPolicy
+        except ImportError as exc:
+            raise PolicySpecError(f"the vllm: backend needs vllm installed ({exc}); pip install 'officegym[vllm]'") from None
+        return VLLMPolicy(arg, **options)
+    raise PolicySpecError(
+        f"unknown policy {spec!r}: use oracle, noop, random[:SEED], openai:MODEL, openai-responses:MODEL, "
+        "hf:PATH_OR_ID, smollm2-135m or vllm:MODEL"
+    )

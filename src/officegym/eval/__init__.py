@@ -1,0 +1,1 @@
+"""Evaluation: run policies over tasks, compute metrics, write reports."""

@@ -1,0 +1,154 @@
+"""Metrics over rollout rows: accuracy, pass@k / pass^k, buckets, breakdowns, error taxonomy."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from math import comb
+from typing import Any
+
+from officegym.core.task import Task
+
+ERROR_KINDS = ("missing write", "extra write", "wrong tool", "wrong argument value", "invalid call")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: the chance that at least one of k samples drawn from n (c correct) is correct."""
+    if k > n:
+        k = n
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: the chance that k samples drawn from n (c correct) are all correct."""
+    if k > n:
+        k = n
+    return comb(c, k) / comb(n, k)
+
+
+def _matched(row: dict[str, Any]) -> bool:
+    verdict = (row.get("officegym") or {}).get("verdict") or {}
+    return bool(verdict.get("matched", row.get("reward") == 1.0))
+
+
+def _calls(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in (row.get("response") or {}).get("output", []) if i.get("type") == "function_call"]
+
+
+def write_calls(names: Iterable[str], write_tools: frozenset[str] | None) -> list[str]:
+    return [n for n in names if write_tools is None or n in write_tools]
+
+
+def classify_failure(row: dict[str, Any], gt_names: list[str], write_tools: frozenset[str] | None) -> str:
+    """One primary kind per failed rollout (the first that applies, in ERROR_KINDS order)."""
+    og = row.get("officegym") or {}
+    calls = _calls(row)
+    status = og.get("call_status") or []
+    if len(status) != len(calls):  # rows from elsewhere: count every call as executed
+        status = ["ok"] * len(calls)
+    pred_writes = write_calls([c.get("name", "") for c, s in zip(calls, status) if s == "ok"], write_tools)
+    gt_writes = write_calls(gt_names, write_tools)
+    if gt_writes and not pred_writes:
+        return "missing write"
+    if not gt_writes and pred_writes:
+        return "extra write"
+    if sorted(set(pred_writes)) != sorted(set(gt_writes)):
+        return "wrong tool"
+    if len(pred_writes) < len(gt_writes):
+        return "missing write"
+    if len(pred_writes) > len(gt_writes):
+        return "extra write"
+    if any(s != "ok" for s in status) or og.get("invalid_fragments"):
+        return "invalid call"
+    return "wrong argument value"
+
+
+def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: frozenset[str] | None = None) -> dict[str, Any]:
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_task[str((r.get("officegym") or {}).get("task_id", r.get("id")))].append(r)
+    task_by_id = {str(t.id): t for t in tasks}
+    n_rows = len(rows)
+    if not n_rows:
+        return {"rollouts": 0}
+    k = max(len(v) for v in by_task.values())
+    accuracy = statistics.fmean(_matched(r) for r in rows)
+    per_task = []
+    buckets: dict[str, list[bool]] = defaultdict(list)
+    groups: dict[str, dict[str, list[bool]]] = {"category": defaultdict(list), "difficulty": defaultdict(list), "template": defaultdict(list)}
+    taxonomy: dict[str, int] = dict.fromkeys(ERROR_KINDS, 0)
+    invalid_calls = total_calls = 0
+    for tid, trs in by_task.items():
+        task = task_by_id.get(tid)
+        gt_names = [c.name for c in task.ground_truth] if task else []
+        n_gt_writes = len(write_calls(gt_names, write_tools))
+        c = sum(_matched(r) for r in trs)
+        per_task.append((len(trs), c))
+        bucket = "empty ground truth" if n_gt_writes == 0 else (">= 2 writes" if n_gt_writes >= 2 else "1 write")
+        meta = task.metadata if task else {}
+        for r in trs:
+            ok = _matched(r)
+            buckets[bucket].append(ok)
+            if n_gt_writes >= 1:
+                buckets[">= 1 write"].append(ok)
+            groups["category"][str(task.category if task else None)].append(ok)
+            groups["difficulty"][str(meta.get("difficulty", "-"))].append(ok)
+            groups["template"][str(meta.get("template", "-"))].append(ok)
+            status = (r.get("officegym") or {}).get("call_status") or []
+            frags = (r.get("officegym") or {}).get("invalid_fragments") or []
+            total_calls += len(status) + len(frags)
+            invalid_calls += sum(s != "ok" for s in status) + len(frags)
+            if not ok:
+                taxonomy[classify_failure(r, gt_names, write_tools)] += 1
+    empty_share = statistics.fmean(
+        len(write_calls([c.name for c in task_by_id[t].ground_truth], write_tools)) == 0
+        for t in by_task if t in task_by_id
+    ) if any(t in task_by_id for t in by_task) else None
+    og = [r.get("officegym") or {} for r in rows]
+    seconds = [o.get("seconds", 0.0) for o in og]
+    env_seconds = [o.get("env_seconds", 0.0) for o in og]
+    ks = sorted({1, k})
+    return {
+        "rollouts": n_rows,
+        "tasks": len(by_task),
+        "samples_per_task": k,
+        "accuracy": accuracy,
+        "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in rows),
+        "pass_at_k": {str(kk): statistics.fmean(pass_at_k(n, c, kk) for n, c in per_task) for kk in ks},
+        "pass_hat_k": {str(kk): statistics.fmean(pass_hat_k(n, c, kk) for n, c in per_task) for kk in ks},
+        "buckets": {b: _rate(v) for b, v in sorted(buckets.items())},
+        "empty_ground_truth_share": empty_share,
+        "by": {g: {key: _rate(v) for key, v in sorted(d.items())} for g, d in groups.items()},
+        "side_effect_rate": statistics.fmean(bool((o.get("verdict") or {}).get("side_effects")) for o in og),
+        "invalid_call_rate": invalid_calls / total_calls if total_calls else 0.0,
+        "calls_per_rollout": statistics.fmean(len(_calls(r)) for r in rows),
+        "tokens_per_rollout": statistics.fmean(o.get("tokens", 0) for o in og),
+        "seconds_per_rollout": {"median": statistics.median(seconds), "mean": statistics.fmean(seconds)},
+        "env_share_of_time": (sum(env_seconds) / sum(seconds)) if sum(seconds) else 0.0,
+        "errors": {kind: n for kind, n in taxonomy.items()},
+        "stop_reasons": _count(o.get("stop_reason", "") for o in og),
+        "rollout_errors": sum(1 for o in og if o.get("error")),
+        "reward_components": _mean_components(og),
+    }
+
+
+def _rate(values: list[bool]) -> dict[str, Any]:
+    return {"n": len(values), "accuracy": statistics.fmean(values) if values else None}
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for v in values:
+        out[v] += 1
+    return dict(out)
+
+
+def _mean_components(og: list[dict[str, Any]]) -> dict[str, float]:
+    sums: dict[str, list[float]] = defaultdict(list)
+    for o in og:
+        for name, v in (o.get("reward_components") or {}).items():
+            sums[name].append(float(v))
+    return {name: statistics.fmean(v) for name, v in sums.items()}

@@ -1,0 +1,209 @@
+"""Reports: one self-contained HTML file (plots inlined) and a Markdown file with PNGs beside it.
+
+Each failed rollout links to its transcript (tool calls and outputs turn by turn) and the
+verifier's state diff, so a reader sees why it failed without opening the JSONL.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from officegym.eval import plots
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:14px}
+th{background:#f3f3f3}td.n{text-align:right}details{margin:.3em 0}pre{background:#f7f7f7;padding:6px;
+white-space:pre-wrap;word-break:break-word;font-size:12px}.ok{color:#1a7f37}.bad{color:#b42318}
+.note{background:#fff8e1;padding:6px 10px;border-left:4px solid #f5b700}
+"""
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def _summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [
+        ("rollouts", str(m["rollouts"])),
+        ("tasks x samples", f"{m['tasks']} x {m['samples_per_task']}"),
+        ("accuracy", _pct(m["accuracy"])),
+        ("mean reward", f"{m['mean_reward']:.3f}"),
+    ]
+    rows += [(f"pass@{k}", _pct(v)) for k, v in m["pass_at_k"].items()]
+    rows += [(f"pass^{k}", _pct(v)) for k, v in m["pass_hat_k"].items()]
+    rows += [
+        ("side-effect rate", _pct(m["side_effect_rate"])),
+        ("invalid-call rate", _pct(m["invalid_call_rate"])),
+        ("calls per rollout", f"{m['calls_per_rollout']:.2f}"),
+        ("tokens per rollout", f"{m['tokens_per_rollout']:.0f}"),
+        ("seconds per rollout (median)", f"{m['seconds_per_rollout']['median']:.3f}"),
+        ("environment share of time", _pct(m["env_share_of_time"])),
+        ("rollouts that hit an error", str(m["rollout_errors"])),
+    ]
+    return rows
+
+
+def _plots(m: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bytes]:
+    if not plots.available():
+        return {}
+    out = {}
+    for group in ("category", "difficulty"):
+        data = {k: v["accuracy"] for k, v in m["by"][group].items() if v["accuracy"] is not None}
+        if (data and len(data) > 1) or (data and group == "category"):
+            out[f"accuracy_by_{group}.png"] = plots.bar_png(f"accuracy by {group}", list(data), list(data.values()))
+    buckets = {k: v["accuracy"] for k, v in m["buckets"].items() if v["accuracy"] is not None}
+    if buckets:
+        out["accuracy_by_writes.png"] = plots.bar_png("accuracy by ground-truth writes", list(buckets), list(buckets.values()))
+    calls = [sum(1 for i in (r.get("response") or {}).get("output", []) if i.get("type") == "function_call") for r in rows]
+    out["calls_per_rollout.png"] = plots.hist_png("tool calls per rollout", calls, "calls", bins=max(1, min(20, max(calls, default=0) + 1)))
+    return out
+
+
+def _transcript(row: dict[str, Any]) -> str:
+    parts = []
+    for msg in (row.get("responses_create_params") or {}).get("input", []):
+        content = msg.get("content")
+        if isinstance(content, list):
+            content = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
+        if msg.get("role") == "user":
+            parts.append(f"<p><b>user</b>: {html.escape(str(content))}</p>")
+    for item in (row.get("response") or {}).get("output", []):
+        kind = item.get("type")
+        if kind == "message":
+            text = " ".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
+            parts.append(f"<p><b>assistant</b>: {html.escape(text)}</p>")
+        elif kind == "function_call":
+            parts.append(f"<pre>call {html.escape(item.get('name', ''))}({html.escape(item.get('arguments', ''))})</pre>")
+        elif kind == "function_call_output":
+            parts.append(f"<pre>-&gt; {html.escape(str(item.get('output', ''))[:2000])}</pre>")
+    return "\n".join(parts)
+
+
+def _diff(row: dict[str, Any]) -> str:
+    verdict = (row.get("officegym") or {}).get("verdict") or {}
+    body = {k: verdict.get(k) for k in ("diff", "invalid_calls", "side_effects", "modes_disagree", "other_mode_reward")}
+    gt = row.get("ground_truth")
+    return (
+        "<p><b>expected calls</b></p><pre>" + html.escape(json.dumps(gt, indent=1, ensure_ascii=False)) + "</pre>"
+        "<p><b>verifier evidence</b></p><pre>" + html.escape(json.dumps(body, indent=1, ensure_ascii=False)) + "</pre>"
+    )
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _sections(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    sections = [("Summary", ["metric", "value"], [list(r) for r in _summary_rows(m)])]
+    sections.append(("By ground-truth writes", ["bucket", "rollouts", "accuracy"],
+                     [[b, str(v["n"]), _pct(v["accuracy"])] for b, v in m["buckets"].items()]))
+    for group in ("category", "difficulty", "template"):
+        data = m["by"][group]
+        if len(data) > 1 or group == "category":
+            sections.append((f"By {group}", [group, "rollouts", "accuracy"],
+                             [[k, str(v["n"]), _pct(v["accuracy"])] for k, v in data.items()]))
+    sections.append(("Failures by kind", ["kind", "rollouts"], [[k, str(v)] for k, v in m["errors"].items()]))
+    if m.get("reward_components"):
+        sections.append(("Reward components (mean)", ["component", "mean"],
+                         [[k, f"{v:.3f}"] for k, v in m["reward_components"].items()]))
+    return sections
+
+
+def _notes(m: dict[str, Any]) -> list[str]:
+    notes = []
+    share = m.get("empty_ground_truth_share")
+    if share:
+        notes.append(
+            f"{_pct(share)} of the tasks have an empty ground truth: a policy that never writes scores that "
+            "share for free. Read the accuracy on tasks with at least one write."
+        )
+    return notes
+
+
+def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, Any]], title: str = "officegym eval") -> tuple[Path, Path]:
+    """Write report.html (self-contained) and report.md (+ plots/*.png) into out_dir."""
+    pngs = _plots(metrics, rows)
+    for name, data in pngs.items():
+        _atomic_write(out_dir / "plots" / name, data)
+    failures = [r for r in rows if not ((r.get("officegym") or {}).get("verdict") or {}).get("matched")]
+    sections = _sections(metrics)
+    notes = _notes(metrics)
+
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+         f"<h1>{html.escape(title)}</h1>"]
+    h += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+    for name, headers, body in sections:
+        h.append(f"<h2>{html.escape(name)}</h2>" + _table(headers, body))
+    if pngs:
+        h.append("<h2>Plots</h2>")
+        h += [f"<img alt='{n}' src='data:image/png;base64,{base64.b64encode(d).decode()}'>" for n, d in pngs.items()]
+    else:
+        h.append("<p class='note'>Plots need matplotlib (pip install 'officegym[report]').</p>")
+    h.append(f"<h2>Failures ({len(failures)})</h2><ol>")
+    for i, r in enumerate(failures):
+        og = r.get("officegym") or {}
+        h.append(f"<li><a href='#f{i}'>task {html.escape(str(og.get('task_id')))} sample {og.get('sample_index')}</a></li>")
+    h.append("</ol>")
+    for i, r in enumerate(failures):
+        og = r.get("officegym") or {}
+        h.append(f"<details id='f{i}'><summary><span class='bad'>task {html.escape(str(og.get('task_id')))} "
+                 f"sample {og.get('sample_index')}</span> — stop: {html.escape(str(og.get('stop_reason')))}</summary>")
+        h.append(_transcript(r) + _diff(r) + "</details>")
+    h.append("</body></html>")
+    html_path = out_dir / "report.html"
+    _atomic_write(html_path, "\n".join(h))
+
+    md = [f"# {title}", ""]
+    md += [f"> {n}" for n in notes] + ([""] if notes else [])
+    for name, headers, body in sections:
+        md += [f"## {name}", "", _md_table(headers, body), ""]
+    if pngs:
+        md += ["## Plots", ""] + [f"![{n}](plots/{n})" for n in pngs] + [""]
+    md += [f"## Failures ({len(failures)})", "", "Transcripts and state diffs: report.html.", ""]
+    for r in failures[:50]:
+        og = r.get("officegym") or {}
+        diff = ((og.get("verdict") or {}).get("diff")) or {}
+        tables = ", ".join(diff) or "no state diff"
+        md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: stop {og.get('stop_reason')}; tables differing: {tables}")
+    md_path = out_dir / "report.md"
+    _atomic_write(md_path, "\n".join(md) + "\n")
+    return html_path, md_path
+
+
+def compare_table(runs: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Rows of key metrics, one column per run."""
+    names = list(runs)
+    keys = [("accuracy", lambda m: _pct(m["accuracy"])), ("mean reward", lambda m: f"{m['mean_reward']:.3f}")]
+    keys += [(f"pass@{k}", lambda m, k=k: _pct(m["pass_at_k"].get(k))) for k in sorted({k for m in runs.values() for k in m["pass_at_k"]})]
+    keys += [
+        ("accuracy, >= 1 write", lambda m: _pct(m["buckets"].get(">= 1 write", {}).get("accuracy"))),
+        ("accuracy, empty ground truth", lambda m: _pct(m["buckets"].get("empty ground truth", {}).get("accuracy"))),
+        ("side-effect rate", lambda m: _pct(m["side_effect_rate"])),
+        ("invalid-call rate", lambda m: _pct(m["invalid_call_rate"])),
+        ("calls per rollout", lambda m: f"{m['calls_per_rollout']:.2f}"),
+        ("rollouts", lambda m: str(m["rollouts"])),
+    ]
+    return ["metric", *names], [[k, *(f(runs[n]) for n in names)] for k, f in keys]

@@ -1,0 +1,94 @@
+"""`officegym eval`: run a policy k times over every task, append rollouts as they finish, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.policy import Policy
+from officegym.core.protocols import Environment
+from officegym.core.task import Task
+from officegym.eval.rows import rollout_row, row_key
+
+ROLLOUTS = "rollouts.jsonl"
+
+
+@dataclass
+class EvalResult:
+    rows: list[dict[str, Any]]
+    new: int
+    skipped: int
+
+
+def load_rollouts(path: Path) -> list[dict[str, Any]]:
+    """Rows already written. An interrupted write can leave a torn last line: it is dropped and the
+    file rewritten without it (atomically) so that appending continues on whole lines."""
+    if not path.exists():
+        return []
+    rows, torn = [], False
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                torn = True
+                continue
+            raise ValueError(f"{path}:{i + 1}: not valid JSON (the file is damaged before its last line)") from None
+    if torn:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, path)
+    return rows
+
+
+def run_eval(
+    env: Environment,
+    tasks: list[Task],
+    policy: Policy,
+    out_dir: Path,
+    k: int = 1,
+    config: LoopConfig | None = None,
+    reward_fn: Any = None,
+    concurrency: int = 64,
+    max_batch: int = 32,
+    progress: Any = None,
+) -> EvalResult:
+    """Roll out every (task, sample) not already in out_dir/rollouts.jsonl and append each as it
+    finishes. `progress(advance)` is called once per finished rollout."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ROLLOUTS
+    rows = load_rollouts(path)
+    done = {row_key(r) for r in rows}
+    jobs = [(t, s) for t in tasks for s in range(k) if (str(t.id), s) not in done]
+    skipped = len(tasks) * k - len(jobs)
+    if progress is not None and skipped:
+        progress(skipped)
+    new_rows: list[dict[str, Any]] = []
+    with open(path, "a", encoding="utf-8") as fh:
+
+        def on_done(task: Task, traj) -> None:
+            row = rollout_row(task, traj)
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            new_rows.append(row)
+            if progress is not None:
+                progress(1)
+
+        async def main() -> None:
+            try:
+                await run_rollouts(env, jobs, policy, config or LoopConfig(), reward_fn, concurrency, max_batch, on_done)
+            finally:
+                close = getattr(policy, "aclose", None)
+                if close is not None:
+                    await close()
+
+        asyncio.run(main())
+    return EvalResult(rows + new_rows, len(new_rows), skipped)
