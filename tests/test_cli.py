@@ -34,9 +34,23 @@ def test_tool_specs_match_the_reference_rows(reference_dir):
         assert r["parameters"]["additionalProperties"] is False and r["strict"] is False
 
 
-def test_call_requires_world():
+def test_call_without_world_uses_the_generated_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFFICEGYM_CACHE", str(tmp_path))
     res = runner.invoke(app, ["call", "email_delete_email", "{}"])
-    assert res.exit_code == 2 and "--world" in res.output
+    assert res.exit_code == 0 and json.loads(res.stdout) == {"output": "Email ID not provided."}
+    assert (tmp_path / "worlds" / "seed0-reference" / "world.json").exists()
+    res = runner.invoke(app, ["call", "analytics_total_visits_count", "{}"])
+    assert res.exit_code == 0 and len(json.loads(res.stdout)["output"]) > 30
+
+
+def test_generate_world_writes_a_loadable_world(tmp_path):
+    from officegym.envs.workplace.world import load_world
+
+    res = runner.invoke(app, ["generate", "world", "--seed", "3", "--size", "small", "--out", str(tmp_path / "w")])
+    assert res.exit_code == 0, res.output
+    assert len(load_world(tmp_path / "w").tables["emails"]) == 50
+    assert runner.invoke(app, ["generate", "world", "--seed", "3", "--out", str(tmp_path / "w")]).exit_code == 2
+    assert runner.invoke(app, ["generate", "world", "--seed", "3", "--size", "huge", "--out", str(tmp_path / "x")]).exit_code == 2
 
 
 def test_call(reference_dir):

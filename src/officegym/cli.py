@@ -17,7 +17,7 @@ console = Console(stderr=True)
 
 WorldOpt = Annotated[
     Path | None,
-    typer.Option("--world", help="World folder in NeMo Gym's csv_data layout."),
+    typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the generated world of seed 0)."),
 ]
 
 
@@ -26,15 +26,61 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _default_world() -> Path:
+    """Without --world: the generated world of seed 0 (reference size), made once into the cache."""
+    import os
+
+    from officegym.envs.workplace.generate import generate_world, write_world
+
+    cache = Path(os.environ.get("OFFICEGYM_CACHE") or Path.home() / ".cache" / "officegym")
+    path = cache / "worlds" / "seed0-reference"
+    if not (path / "world.json").exists():
+        console.print(f"no --world given: generating the default world (seed 0) into {path}")
+        try:
+            write_world(generate_world(0, "reference"), path, overwrite=True)
+        except FileExistsError:
+            pass  # another process wrote it first
+    return path
+
+
 def _world(path: Path | None):
     from officegym.envs.workplace.world import WorldFormatError, load_world
 
     if path is None:
-        _fail("--world DIR is required: a folder in NeMo Gym's csv_data layout (processed/*.csv, raw/email_addresses.csv)")
+        path = _default_world()
     try:
         return load_world(path)
     except WorldFormatError as exc:
         _fail(str(exc))
+
+
+generate_app = typer.Typer(no_args_is_help=True, help="Generate synthetic data: worlds (and tasks).")
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("world")
+def generate_world_command(
+    seed: Annotated[int, typer.Option("--seed", help="Seed; the same seed writes byte-identical files.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write: processed/*.csv, raw/email_addresses.csv, world.json.")],
+    size: Annotated[str, typer.Option("--size", help="small | reference | large (x0.1, x1, x10 the reference's rows).")] = "reference",
+    now: Annotated[str | None, typer.Option("--now", help="The world's clock 'YYYY-MM-DD[ HH:MM:SS]'; default: a seed-dependent weekday at 23:59:00.")] = None,
+    company: Annotated[str | None, typer.Option("--company", help="Company name (the domain is derived from it); default: seed-dependent.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="First name of the mailbox owner; default: seed-dependent.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out if it is not empty.")] = False,
+) -> None:
+    """Generate a company world from a seed and write it in NeMo Gym's csv_data layout."""
+    from officegym.envs.workplace.generate import SIZES, generate_world, write_world
+
+    if size not in SIZES:
+        _fail(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
+    try:
+        world = generate_world(seed, size, now=now, company=company, user=user)
+        path = write_world(world, out, overwrite=overwrite)
+    except (ValueError, FileExistsError) as exc:  # WorldCheckError is a ValueError
+        _fail(str(exc))
+    counts = ", ".join(f"{name} {n}" for name, n in world.counts.items())
+    console.print(f"{world.company.name} ({world.company.domain}), user {world.user}, now {world.now}: {counts}")
+    typer.echo(str(path))
 
 
 @app.command()
