@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import sys
@@ -36,10 +37,8 @@ def _default_world() -> Path:
     path = cache / "worlds" / "seed0-reference"
     if not (path / "world.json").exists():
         console.print(f"no --world given: generating the default world (seed 0) into {path}")
-        try:
+        with contextlib.suppress(FileExistsError):  # another process wrote it first
             write_world(generate_world(0, "reference"), path, overwrite=True)
-        except FileExistsError:
-            pass  # another process wrote it first
     return path
 
 
