@@ -400,8 +400,17 @@ class HFPolicy:
             return []
         self.load()
         with self._lock:  # one generation at a time: torch's threads are shared anyway
-            self._torch.set_num_threads(self.threads)
+            self._before_call()
             return self._complete_locked(requests, params)
+
+    def _before_call(self) -> None:
+        self._torch.set_num_threads(self.threads)
+
+    def _make_generator(self, seed: int | None) -> Any:
+        """What `_generate` draws from: one seeded torch.Generator per call, or None."""
+        if seed is None:
+            return None
+        return self._torch.Generator(device=self._device).manual_seed(int(seed))
 
     def _complete_locked(self, requests: Sequence[PolicyRequest], params: SamplingParams) -> list[Completion]:
         started = time.perf_counter()
@@ -430,9 +439,7 @@ class HFPolicy:
             prompts[i] = ids
         # Similar lengths together: less padding.
         order = sorted(prompts, key=lambda i: len(prompts[i]), reverse=True)
-        generator = None
-        if params.seed is not None:
-            generator = self._torch.Generator(device=self._device).manual_seed(int(params.seed))
+        generator = self._make_generator(params.seed)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
             t0 = time.perf_counter()

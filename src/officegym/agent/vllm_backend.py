@@ -1,0 +1,111 @@
+"""`vllm:` policy: an in-process vLLM engine behind the same prompts and token ledger as `hf:`.
+
+Only generation differs from HFPolicy: the chat template, the ledger (previous prompt ids +
+sampled ids + new scaffolding ids) and the parsing of `<tool_call>` blocks are inherited, and the
+engine receives token ids (`TokensPrompt`), never text, so the ids it samples are the ids trained on.
+
+Log-probabilities are what the engine reports for each sampled id (`logprobs=0`: the sampled token
+only). vLLM's default is the raw model distribution (before temperature); pass
+`logprobs_mode="processed_logprobs"` to get the tempered one where the installed vLLM supports it.
+The trainer's importance-sampling correction covers the difference either way. If the engine
+leaves the end-of-turn token out of `token_ids`, the turn is treated like a cut one: the ledger adds
+the end-of-turn as scaffolding (mask 0).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from officegym.agent.hf import HFPolicy, ModelLoadError, _Row
+from officegym.agent.models import ModelResolutionError, resolve_model
+from officegym.core.policy import SamplingParams
+
+
+class VLLMPolicy(HFPolicy):
+    """`model`: a local directory, a hub id or `smollm2-135m`. Engine options (gpu_memory_utilization,
+    max_model_len, tensor_parallel_size, dtype, enable_prefix_caching, logprobs_mode, ...) go to
+    `vllm.LLM`."""
+
+    def __init__(self, model: str, chat_template: str = "auto", batch_size: int = 256, **engine: Any):
+        super().__init__(model, batch_size=batch_size, chat_template=chat_template)
+        self.name = f"vllm:{model}"
+        engine.pop("seed", None)
+        engine.pop("base_url", None)
+        self.engine_options = {"enable_prefix_caching": True, **{k: v for k, v in engine.items() if v is not None}}
+        self._llm: Any = None
+
+    def _load(self) -> None:
+        start = time.perf_counter()
+        try:
+            import vllm
+            from transformers import AutoTokenizer
+        except ImportError as exc:
+            raise ModelLoadError(f"the vllm: backend needs vllm and transformers ({exc}): pip install 'officegym[vllm]'") from None
+        try:
+            path = resolve_model(self.model_spec)
+        except ModelResolutionError as exc:
+            raise ModelLoadError(str(exc)) from None
+        self._tok = AutoTokenizer.from_pretrained(path)
+        self._setup_template()
+        import vllm
+
+        try:
+            self._llm = vllm.LLM(model=str(path), tokenizer=str(path), **self.engine_options)
+        except Exception as exc:  # engine start-up fails in many ways (memory, drivers): say which model
+            raise ModelLoadError(f"vLLM could not start {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+        self._model = self._llm  # marks the policy loaded
+        self.model_path = path
+        self._setup_tokens()
+        config = getattr(getattr(self._llm, "llm_engine", None), "model_config", None)
+        self._context = getattr(config, "max_model_len", None)
+        self.stats["load_seconds"] = time.perf_counter() - start
+
+    def _before_call(self) -> None:
+        pass  # the engine manages its own threads and devices
+
+    def _make_generator(self, seed: int | None) -> Any:
+        return seed  # vLLM seeds each request itself
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams, generator: Any) -> list[_Row]:
+        import vllm
+        from vllm.inputs import TokensPrompt
+
+        rows = []
+        todo = []
+        for p in prompts:
+            limit = params.max_new_tokens if self._context is None else min(params.max_new_tokens, self._context - len(p))
+            rows.append(_Row(prompt=p, limit=max(0, limit), ids=[], logprobs=[], finish="length" if limit <= 0 else ""))
+            if limit > 0:
+                todo.append(len(rows) - 1)
+        if not todo:
+            return rows
+        sampling = [
+            vllm.SamplingParams(
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=rows[k].limit,
+                seed=None if generator is None else int(generator) + k,
+                stop=params.stop or None,
+                stop_token_ids=sorted(self._stop_ids),
+                logprobs=0,
+                skip_special_tokens=False,
+            )
+            for k in todo
+        ]
+        outputs = self._llm.generate([TokensPrompt(prompt_token_ids=rows[k].prompt) for k in todo], sampling, use_tqdm=False)
+        for k, out in zip(todo, outputs):
+            result = out.outputs[0]
+            ids = [int(i) for i in result.token_ids]
+            rows[k].ids = ids
+            rows[k].logprobs = [_sampled_logprob(lp, i) for lp, i in zip(result.logprobs or [], ids)]
+            if len(rows[k].logprobs) != len(ids):
+                raise RuntimeError(f"vLLM returned {len(rows[k].logprobs)} log-probs for {len(ids)} tokens")
+            rows[k].finish = "length" if result.finish_reason == "length" else "stop"
+        return rows
+
+
+def _sampled_logprob(entry: dict[int, Any], token: int) -> float:
+    """The log-prob of the sampled id from vLLM's per-position {token id: Logprob} map."""
+    value = entry[token]
+    return float(getattr(value, "logprob", value))

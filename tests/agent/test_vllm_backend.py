@@ -1,0 +1,116 @@
+"""The vllm: backend's own logic against a fake engine with vLLM's documented interface
+(`LLM.generate(TokensPrompt list, SamplingParams list)` -> outputs with token_ids, logprobs,
+finish_reason). Real vLLM needs a GPU; this checks what officegym does around it: the prompts it
+sends are the token ledger's ids, sampled ids and log-probs come back unchanged, calls are parsed."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from officegym.agent.policies import make_policy
+from officegym.core.policy import PolicyRequest, SamplingParams
+from officegym.core.trajectory import Trajectory, Turn
+
+_spec = importlib.util.spec_from_file_location("hf_test_helpers", Path(__file__).with_name("test_hf_policy.py"))
+helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(helpers)
+
+
+@dataclass
+class Logprob:
+    logprob: float
+
+
+class FakeLLM:
+    instances: ClassVar[list[FakeLLM]] = []
+
+    def __init__(self, model: str, tokenizer: str, **options):
+        from transformers import AutoTokenizer
+
+        self.options = options
+        self.tok = AutoTokenizer.from_pretrained(tokenizer)
+        self.calls: list[tuple[list, list]] = []
+        self.llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=4096))
+        FakeLLM.instances.append(self)
+
+    def generate(self, prompts, sampling, use_tqdm=True):
+        self.calls.append((prompts, sampling))
+        out = []
+        for p, sp in zip(prompts, sampling):
+            turn = sum(1 for t in p["prompt_token_ids"] if t == self.tok.convert_tokens_to_ids("<|im_start|>"))
+            text = '<tool_call>\n{"name": "email_send_email", "arguments": {"recipient": "ana.lee@acme.com"}}\n</tool_call>'
+            if turn > 3:
+                text = "Email sent."
+            ids = self.tok.encode(text, add_special_tokens=False)[: sp.max_tokens]
+            finish = "length" if len(ids) == sp.max_tokens else "stop"
+            if finish == "stop":
+                ids.append(self.tok.convert_tokens_to_ids("<|im_end|>"))
+            logprobs = [{i: Logprob(-0.25 - 0.01 * n), 7: Logprob(-3.0)} for n, i in enumerate(ids)]
+            out.append(types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=tuple(ids), logprobs=logprobs, finish_reason=finish)]))
+        return out
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    mod = types.ModuleType("vllm")
+    mod.LLM = FakeLLM
+    mod.SamplingParams = lambda **kw: types.SimpleNamespace(**kw)
+    inputs = types.ModuleType("vllm.inputs")
+    inputs.TokensPrompt = lambda prompt_token_ids: {"prompt_token_ids": list(prompt_token_ids)}
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    FakeLLM.instances.clear()
+    return mod
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return helpers._build_tiny(tmp_path_factory.mktemp("tiny-vllm"))
+
+
+def test_vllm_policy_sends_ledger_ids_and_keeps_sampled_ids(fake_vllm, tiny_dir):
+    policy = make_policy(f"vllm:{tiny_dir}", gpu_memory_utilization=0.5, seed=3)
+    first = PolicyRequest(messages=[helpers.SYSTEM, {"role": "user", "content": "Send the email to Ana."}], tools=helpers.TOOLS)
+    (c1,) = policy.complete_sync([first], SamplingParams(temperature=0.7, max_new_tokens=64, seed=5))
+    engine = FakeLLM.instances[0]
+    assert engine.options == {"enable_prefix_caching": True, "gpu_memory_utilization": 0.5}
+    prompts, sampling = engine.calls[0]
+    assert prompts[0]["prompt_token_ids"] == c1.prompt_ids
+    assert sampling[0].seed == 5 and sampling[0].logprobs == 0 and sampling[0].temperature == 0.7
+    assert [c.name for c in c1.tool_calls] == ["email_send_email"]
+    assert c1.logprobs == pytest.approx([-0.25 - 0.01 * n for n in range(len(c1.completion_ids))])
+    assert c1.finish_reason == "stop"
+
+    # the next turn extends the exact ids: the ledger masks exactly the sampled tokens
+    second = helpers._next_request(first, c1)
+    (c2,) = policy.complete_sync([second], SamplingParams(max_new_tokens=64))
+    assert c2.prompt_ids[: len(c1.prompt_ids) + len(c1.completion_ids)] == c1.prompt_ids + c1.completion_ids
+    traj = Trajectory(task_id=1, turns=[
+        Turn(prompt_ids=c.prompt_ids, completion_ids=c.completion_ids, logprobs=c.logprobs) for c in (c1, c2)
+    ])
+    ids, mask, logps = traj.token_ledger()
+    sampled = [i for i, m in zip(ids, mask) if m]
+    assert sampled == c1.completion_ids + c2.completion_ids
+    assert [lp for lp, m in zip(logps, mask) if m] == c1.logprobs + c2.logprobs
+
+
+def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):
+    policy = make_policy(f"vllm:{tiny_dir}")
+    req = PolicyRequest(messages=[helpers.SYSTEM, {"role": "user", "content": "Hi"}], tools=helpers.TOOLS)
+    (c,) = policy.complete_sync([req], SamplingParams(max_new_tokens=3))
+    assert c.finish_reason == "length" and len(c.completion_ids) == 3
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    from officegym.agent.hf import ModelLoadError
+
+    with pytest.raises(ModelLoadError, match="needs vllm"):
+        make_policy(f"vllm:{tiny_dir}").load()
