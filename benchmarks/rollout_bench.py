@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(r["policy"], str(r["rollouts"]), f"{r['rollouts_per_s']:,.0f}", f"{r['s_per_rollout'] * 1e3:.2f} ms",
-                      f"{100 * r['env_share']:.1f}%", f"{r['completion_tokens_per_s']:.1f}", f"{r['accuracy']:.3f}")
+                      f"{100 * r['env_share']:.3f}%", f"{r['completion_tokens_per_s']:.1f}", f"{r['accuracy']:.3f}")
     Console(width=140).print(table)
     print(f"Python {platform.python_version()} | {platform.machine()} | {time.strftime('%Y-%m-%d')}")
     return 0
