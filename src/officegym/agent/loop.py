@@ -9,6 +9,7 @@ what the verifier replays.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,14 +43,19 @@ def truncate(text: str, limit: int | None) -> tuple[str, bool]:
     return f"{text[:limit]}... [truncated {len(text) - limit} characters]", True
 
 
-def _execute(session: Any, call: ToolCall) -> tuple[str, str]:
+async def _resolve(value: Any) -> Any:
+    """In-process environments answer directly; remote ones (server/client.py) return awaitables."""
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _execute(session: Any, call: ToolCall) -> tuple[str, str]:
     """Run a call through the session; returns (text the model sees, status)."""
     args = call.arguments if call.parse_error is None else call.raw_arguments
     execute = getattr(session, "execute", None)
     if execute is not None:
-        result = execute(call.name, args)
+        result = await _resolve(execute(call.name, args))
         return result.text, result.status
-    return session.call(call.name, args), "ok"
+    return await _resolve(session.call(call.name, args)), "ok"
 
 
 RewardFn = Callable[[Task, Trajectory, Any], Any]
@@ -69,8 +75,8 @@ async def rollout(
     env_seconds = 0.0
     traj = Trajectory(task_id=task.id, policy=policy_name, sample_index=sample_index)
     t0 = time.perf_counter()
-    session = env.session(task)
-    tools = env.tools(task)
+    session = await _resolve(env.session(task))
+    tools = await _resolve(env.tools(task))
     env_seconds += time.perf_counter() - t0
     messages = responses_items_to_chat_messages(task.input)
     previous = None
@@ -106,7 +112,7 @@ async def rollout(
         t0 = time.perf_counter()
         for call in calls:
             e0 = time.perf_counter()
-            output, status = _execute(session, call)
+            output, status = await _execute(session, call)
             output, cut = truncate(output, config.max_tool_output_chars)
             turn.executions.append(ToolExecution(call, output, status, cut, time.perf_counter() - e0))
             messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
@@ -119,7 +125,10 @@ async def rollout(
     traj.stop_reason = stop
     traj.messages = messages
     t0 = time.perf_counter()
-    verdict = env.verify(task, traj.calls, config.mode)
+    close = getattr(session, "aclose", None)
+    if close is not None:  # a remote session frees its server-side state
+        await close()
+    verdict = await _resolve(env.verify(task, traj.calls, config.mode))
     env_seconds += time.perf_counter() - t0
     traj.verdict = verdict.to_dict()
     if reward_fn is None:
