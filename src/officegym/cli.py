@@ -327,6 +327,38 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folder
 
 
 @app.command()
+def serve(
+    world: WorldOpt = None,
+    env: Annotated[str, typer.Option("--env", help="Environment to serve (see `officegym envs`).")] = "workplace",
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; the least recently used goes first.")] = 10_000,
+    idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until evicted).")] = 3600.0,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger request bodies get 413.")] = 4 * 1024 * 1024,
+    secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one).")] = None,
+    model_base_url: Annotated[str | None, typer.Option("--model-base-url", help="Default OpenAI-compatible server for POST /run, e.g. http://127.0.0.1:9000/v1")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Default model name for POST /run.")] = None,
+    model_api: Annotated[str, typer.Option("--model-api", help="POST /run talks chat (Chat Completions) or responses (Responses API).")] = "chat",
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=100, help="Model turns per POST /run episode.")] = 6,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
+    try:
+        from officegym.server.serve import ServeError, run_server
+    except ImportError as exc:
+        _fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
+    w = _world(world)  # without --world: the default generated world, as for the other commands
+    console.print(f"officegym: serving {env} ({w.path}) on http://{host}:{port}; Ctrl-C stops")
+    try:
+        run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
+                   max_body_bytes=max_body_bytes, secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
+                   model=model, model_api=model_api, log_level=log_level)
+    except ServeError as exc:
+        _fail(str(exc))
+
+
+@app.command()
 def envs() -> None:
     """List the registered environments."""
     from officegym.core.registry import names

@@ -85,3 +85,9 @@ def test_reference_examples_round_trip(reference_dir):
     for line in (reference_dir / "example.jsonl").read_text().splitlines():
         row = json.loads(line)
         assert Task.from_row(row).to_row() == row
+
+
+@pytest.mark.parametrize("rcp", [{"input": None}, {"input": 5}, {"input": [], "tools": "x"}, {"input": [], "tools": [1]}])
+def test_malformed_prompt_fields_are_task_format_errors(rcp):
+    with pytest.raises(TaskFormatError, match="responses_create_params"):
+        Task.from_row({"id": 3, "responses_create_params": rcp})

@@ -332,3 +332,9 @@ def test_dispatch_errors_never_raise(s):
 def test_body_text_is_compact_json(s):
     assert s.call("email_delete_email", {"email_id": "00000002"}) == '{"output":"Email deleted successfully."}'
     assert s.call("company_directory_find_email_address", {"name": "aisha"}) == '{"output":["aisha.chen@atlas.com"]}'
+
+
+def test_lone_surrogates_from_a_model_never_raise(s):
+    assert json.loads(s.call("x\ud800", {}))["output"] == "Error executing tool 'x?': 'x?'"
+    assert out(s, "email_send_email", {"recipient": "a.b@c.d", "subject": "\ud800", "body": "b"}) == "Email sent successfully."
+    assert out(s, "email_search_emails", {"query": "a.b@c.d"})["emails"][0]["subject"] == "?"

@@ -115,15 +115,19 @@ class OpenAIPolicy:
     async def _one(self, r: PolicyRequest, params: SamplingParams) -> Completion:
         import httpx
 
-        url, body = self._body(r, params)
         start = time.perf_counter()
+        try:
+            url, body = self._body(r, params)
+            content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (ValueError, TypeError) as exc:  # NaN or a lone surrogate in the conversation
+            return Completion(finish_reason="error", error=f"cannot send this conversation as JSON: {exc}", seconds=0.0)
         last_error = ""
         async with self._gate:
             for attempt in range(self.max_retries + 1):
                 if attempt:
                     await asyncio.sleep(self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
                 try:
-                    resp = await self._http().post(url, json=body)
+                    resp = await self._http().post(url, content=content, headers={"content-type": "application/json"})
                 except httpx.TimeoutException:
                     last_error = f"timed out after {self.timeout:g} s waiting for {url}"
                     continue

@@ -64,7 +64,15 @@ class Task:
         if not isinstance(rcp, dict):
             raise TaskFormatError("responses_create_params must be an object")
         raw_input = rcp.get("input", [])
-        messages = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else list(raw_input)
+        if isinstance(raw_input, str):
+            messages = [{"role": "user", "content": raw_input}]
+        elif isinstance(raw_input, list):
+            messages = list(raw_input)
+        else:
+            raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.input must be a string or a list")
+        tools = rcp.get("tools") or []
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.tools must be a list of objects")
         gt = row.get("ground_truth", [])
         if "ground_truth" not in row and isinstance(row.get("verifier_metadata"), dict):
             # NeMo Gym's prepare.py nests the ground truth; accept both layouts.
@@ -81,7 +89,7 @@ class Task:
         return cls(
             id=row.get("id"),
             input=messages,
-            tools=list(rcp.get("tools") or []),
+            tools=list(tools),
             ground_truth=calls,
             environment_name=row.get("environment_name", "workplace_assistant"),
             category=row.get("category"),

@@ -39,7 +39,20 @@ class ToolResult:
 def render_output(value: Any) -> str:
     """The HTTP body NeMo Gym returns for a tool call: `{"output": ...}` serialised as FastAPI does
     (pydantic: compact, non-ASCII kept, NaN as null, pydantic's float spelling such as 0.00001)."""
-    return to_json({"output": value}, inf_nan_mode="null", fallback=str).decode()
+    try:
+        return to_json({"output": value}, inf_nan_mode="null", fallback=str).decode()
+    except ValueError:  # a lone surrogate from the model: UTF-8 cannot carry it (the reference answers 500)
+        return to_json({"output": _replace_surrogates(value)}, inf_nan_mode="null", fallback=str).decode()
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_surrogates(v) for v in value]
+    return value
 
 
 def invalid_json_result(exc: Exception) -> ToolResult:
@@ -56,5 +69,8 @@ def not_an_object_result(value: Any) -> ToolResult:
         "msg": "Input should be a valid dictionary or object to extract fields from",
         "input": value,
     }
-    body = to_json({"detail": [detail]}, inf_nan_mode="null", fallback=str).decode()
+    try:
+        body = to_json({"detail": [detail]}, inf_nan_mode="null", fallback=str).decode()
+    except ValueError:
+        body = to_json({"detail": [_replace_surrogates(detail)]}, inf_nan_mode="null", fallback=str).decode()
     return ToolResult(f"arguments must be a JSON object: {detail['msg']}", "error", body)

@@ -50,7 +50,7 @@ class WorkplaceSession:
             return not_an_object_result(arguments)
         entry = TOOLS.get(name) if isinstance(name, str) else None
         if entry is None:
-            return ToolResult(f"Error executing tool '{name}': {name!r}", "error")
+            return ToolResult(f"Error executing tool '{_printable(name)}': {_printable(name)!r}", "error")
         if drop_nulls:
             arguments = {k: v for k, v in arguments.items() if v is not None}
         toolkit, method = entry
@@ -66,3 +66,8 @@ class WorkplaceSession:
 
     def replay(self, calls: Iterable[ToolCall], drop_nulls: bool = True) -> list[ToolResult]:
         return [self.execute(c.name, c.arguments if c.parse_error is None else c.raw_arguments, drop_nulls) for c in calls]
+
+
+def _printable(text: Any) -> str:
+    """A tool name as the error text can carry it (a lone surrogate cannot be sent as UTF-8)."""
+    return str(text).encode("utf-8", "replace").decode("utf-8")

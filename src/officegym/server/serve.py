@@ -1,0 +1,116 @@
+"""`officegym serve`: build an environment and serve it with uvicorn.
+
+One process, one event loop: sessions live in that process's memory, so the server must not be
+forked into several workers (a cookie would reach a worker that never saw its session). Run more
+servers on more ports to scale out; a tool call costs tens of microseconds, so one process serves
+thousands of calls per second.
+
+    python -m officegym.server.serve --world path/to/csv_data --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from officegym.server.app import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS
+
+
+class ServeError(ValueError):
+    """A setting the server cannot start with (the message says which and why)."""
+
+
+def build_environment(env: str = "workplace", world: str | os.PathLike[str] | None = None, mode: str | None = None):
+    """The environment registered as `env`, loaded from `world`."""
+    from officegym.core.registry import UnknownEnvironmentError, make
+
+    kwargs: dict[str, Any] = {"world": world}
+    if mode is not None:
+        kwargs["mode"] = mode
+    try:
+        return make(env, **kwargs)
+    except UnknownEnvironmentError as exc:
+        raise ServeError(str(exc)) from None
+    except (ValueError, OSError) as exc:  # no world, a folder without the csv_data layout
+        raise ServeError(str(exc)) from None
+
+
+def make_app(
+    env: str = "workplace",
+    world: str | os.PathLike[str] | None = None,
+    *,
+    mode: str | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    **app_options: Any,
+):
+    from officegym.server.app import create_app
+
+    environment = build_environment(env, world, mode)
+    try:
+        return create_app(environment, max_sessions, idle_ttl_s, max_body_bytes, mode=mode, **app_options)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def run_server(
+    env: str = "workplace",
+    world: str | os.PathLike[str] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    mode: str | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    secret_key: str | None = None,
+    cookie_name: str | None = None,
+    max_steps: int = 6,
+    model_server_url: str | None = None,
+    model: str | None = None,
+    model_api: str = "chat",
+    evidence: bool = True,
+    log_level: str = "warning",
+    access_log: bool = False,
+) -> None:
+    """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting."""
+    import uvicorn
+
+    app = make_app(
+        env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
+        secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps, model_server_url=model_server_url,
+        model=model, model_api=model_api, evidence=evidence,
+    )
+    # Keep-alive longer than clients keep idle connections (EnvClient: 2 s), so that a request
+    # never races the server closing its connection.
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log,
+                            timeout_keep_alive=30, lifespan="on")
+    uvicorn.Server(config).run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m officegym.server.serve", description=__doc__.splitlines()[0])
+    p.add_argument("--env", default="workplace")
+    p.add_argument("--world", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--mode", default=None)
+    p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS)
+    p.add_argument("--idle-ttl", type=float, default=DEFAULT_IDLE_TTL_S, help="seconds; 0 disables")
+    p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
+    p.add_argument("--log-level", default="warning")
+    a = p.parse_args(argv)
+    try:
+        run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
+                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, secret_key=a.secret,
+                   log_level=a.log_level)
+    except ServeError as exc:
+        p.error(str(exc))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""Bounded session store: at most `max_sessions` live sessions, each dropped after `idle_ttl_s`
+seconds without use; the least recently used one goes first when the store is full.
+
+NeMo Gym's reference keeps every seeded session until the process exits (0.5-1 MB each, SPEC 7),
+so a long training run grows without bound. Here a session costs a few hundred bytes until it
+writes, and the store forgets the oldest ones. A forgotten session answers like one that was never
+seeded (the reference's 400 "Session not initialized"), which the agent sees as a tool error.
+
+The store is an OrderedDict kept in least-recently-used order behind one lock, so it is safe to
+use from the event loop and from worker threads alike. Because entries are ordered by last use,
+the expired ones are always at the front: dropping them costs only as much as there are.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import tracemalloc
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Generic, TypeVar
+
+S = TypeVar("S")
+
+
+@dataclass
+class StoreStats:
+    live: int = 0
+    created: int = 0
+    closed: int = 0  # removed on purpose (verify, close_session)
+    evicted_lru: int = 0  # pushed out because the store was full
+    expired: int = 0  # idle for longer than the TTL
+    misses: int = 0  # lookups of an unknown, closed, evicted or expired session
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class SessionStore(Generic[S]):
+    """session id -> session, bounded by count (LRU) and idle time (TTL).
+
+    `idle_ttl_s=None` disables the TTL; `clock` is injectable for tests (monotonic seconds).
+    """
+
+    def __init__(
+        self,
+        max_sessions: int = 10_000,
+        idle_ttl_s: float | None = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        if idle_ttl_s is not None and idle_ttl_s <= 0:
+            raise ValueError("idle_ttl_s must be positive (or None for no TTL)")
+        self.max_sessions = max_sessions
+        self.idle_ttl_s = idle_ttl_s
+        self._clock = clock
+        self._items: OrderedDict[str, tuple[S, float]] = OrderedDict()  # id -> (session, last use)
+        self._lock = threading.Lock()
+        self._stats = StoreStats()
+
+    def put(self, key: str, session: S) -> None:
+        """Store `session` under `key` (replacing any session there) as the most recently used."""
+        now = self._clock()
+        with self._lock:
+            self._drop_expired(now)
+            if key in self._items:
+                del self._items[key]
+            self._items[key] = (session, now)
+            self._stats.created += 1
+            while len(self._items) > self.max_sessions:
+                self._items.popitem(last=False)
+                self._stats.evicted_lru += 1
+
+    def get(self, key: str) -> S | None:
+        """The live session under `key` (and mark it used), or None."""
+        now = self._clock()
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                self._stats.misses += 1
+                return None
+            session, last = entry
+            if self._expired(last, now):
+                del self._items[key]
+                self._stats.expired += 1
+                self._stats.misses += 1
+                return None
+            self._items[key] = (session, now)
+            self._items.move_to_end(key)
+            return session
+
+    def pop(self, key: str) -> S | None:
+        """Remove and return the session under `key` (None when there is none)."""
+        with self._lock:
+            entry = self._items.pop(key, None)
+            if entry is None:
+                return None
+            self._stats.closed += 1
+            return entry[0]
+
+    def sweep(self) -> int:
+        """Drop every expired session now; returns how many went."""
+        with self._lock:
+            return self._drop_expired(self._clock())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether `key` holds a live session (does not count as a use)."""
+        with self._lock:
+            entry = self._items.get(key)  # type: ignore[call-overload]
+            return entry is not None and not self._expired(entry[1], self._clock())
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            s = StoreStats(**asdict(self._stats))
+            s.live = len(self._items)
+            return s
+
+    # -- internals (lock held) -------------------------------------------------------------------
+
+    def _expired(self, last: float, now: float) -> bool:
+        return self.idle_ttl_s is not None and now - last > self.idle_ttl_s
+
+    def _drop_expired(self, now: float) -> int:
+        if self.idle_ttl_s is None:
+            return 0
+        dropped = 0
+        while self._items:
+            key, (_, last) = next(iter(self._items.items()))
+            if not self._expired(last, now):
+                break
+            del self._items[key]
+            dropped += 1
+        self._stats.expired += dropped
+        return dropped
+
+
+@dataclass
+class SessionMemory:
+    """Memory a session holds, from tracemalloc: fresh, and after `exercise` ran on it."""
+
+    sessions: int
+    bytes_fresh: float
+    bytes_exercised: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def measure_session_memory(
+    make_session: Callable[[], Any],
+    n: int = 500,
+    exercise: Callable[[Any], Any] | None = None,
+) -> SessionMemory:
+    """Bytes per live session held in a SessionStore: `n` sessions are created (and `exercise`d,
+    e.g. a few writes) and kept alive; the growth of traced memory is divided by `n`. The world's
+    shared rows are not counted: they exist once per process, whatever the number of sessions."""
+
+    def per_session(prepare: Callable[[Any], Any] | None) -> float:
+        store: SessionStore[Any] = SessionStore(max_sessions=n + 1, idle_ttl_s=None)
+        keys = [f"{i:036d}" for i in range(n)]  # same length as a uuid4 string
+        gc.collect()
+        was_tracing = tracemalloc.is_tracing()
+        if not was_tracing:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for key in keys:
+                session = make_session()
+                if prepare is not None:
+                    prepare(session)
+                store.put(key, session)
+            gc.collect()
+            after = tracemalloc.get_traced_memory()[0]
+        finally:
+            if not was_tracing:
+                tracemalloc.stop()
+        del store
+        return (after - before) / n
+
+    fresh = per_session(None)
+    exercised = per_session(exercise) if exercise is not None else None
+    return SessionMemory(n, fresh, exercised)

@@ -1,0 +1,48 @@
+"""`officegym serve`: bad settings exit with a message; a real server starts, answers, stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from typer.testing import CliRunner
+
+from officegym.cli import app
+
+
+def test_serve_refuses_bad_settings(reference_dir):
+    runner = CliRunner()
+    result = runner.invoke(app, ["serve", "--world", "/nonexistent"])
+    assert result.exit_code == 2 and "not a folder" in result.output
+    result = runner.invoke(app, ["serve", "--world", str(reference_dir / "csv_data"), "--mode", "bogus"])
+    assert result.exit_code == 2 and "bogus" in result.output
+
+
+def test_serve_starts_answers_and_stops(reference_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "officegym.cli", "serve", "--world", str(reference_dir / "csv_data"),
+           "--port", str(port), "--max-sessions", "7", "--mode", "nemo_gym"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                    health = json.loads(r.read())
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+                assert time.time() < deadline, "the server did not start"
+                time.sleep(0.1)
+        assert health["max_sessions"] == 7 and health["mode"] == "nemo_gym"
+        assert health["world"].endswith("csv_data")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
