@@ -86,17 +86,7 @@ async def rollout(
         request = PolicyRequest(messages=list(messages), tools=tools, task=task, turn=step, previous=previous)
         completion = await submit(request)
         previous = completion
-        turn = Turn(
-            text=completion.text,
-            invalid=list(completion.invalid),
-            finish_reason=completion.finish_reason,
-            prompt_ids=completion.prompt_ids,
-            completion_ids=completion.completion_ids,
-            logprobs=completion.logprobs,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            seconds=completion.seconds,
-        )
+        turn = Turn.from_completion(completion)
         traj.turns.append(turn)
         if completion.error:
             traj.error = completion.error

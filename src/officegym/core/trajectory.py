@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from officegym.core.policy import Completion
 from officegym.core.types import ToolCall
 
 
@@ -58,6 +59,15 @@ class Turn:
     @property
     def calls(self) -> list[ToolCall]:
         return [e.call for e in self.executions]
+
+    @classmethod
+    def from_completion(cls, c: Completion) -> Turn:
+        """The record of a model turn, before its calls are executed."""
+        return cls(
+            text=c.text, invalid=list(c.invalid), finish_reason=c.finish_reason, prompt_ids=c.prompt_ids,
+            completion_ids=c.completion_ids, logprobs=c.logprobs, prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens, seconds=c.seconds,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = {

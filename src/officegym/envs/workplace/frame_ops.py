@@ -45,7 +45,8 @@ def timestamp(value: Any) -> Any:
     return NAT if ts is None else ts
 
 
-def _is_null(value: Any) -> bool:
+def is_null(value: Any) -> bool:
+    """A missing cell as pandas sees it: None or NaN."""
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
@@ -59,10 +60,10 @@ def eq_mask(cells: list[Any], value: Any) -> list[bool]:
     if _list_like(value):
         if len(value) != len(cells):
             raise ValueError(("Lengths must match to compare", (len(cells),), (len(value),)))
-        return [(not _is_null(c)) and c == v for c, v in zip(cells, list(value))]
-    if _is_null(value):
+        return [(not is_null(c)) and c == v for c, v in zip(cells, list(value))]
+    if is_null(value):
         return [False] * len(cells)
-    return [(not _is_null(c)) and c == value for c in cells]
+    return [(not is_null(c)) and c == value for c in cells]
 
 
 def ne_mask(cells: list[Any], value: Any) -> list[bool]:
@@ -91,9 +92,9 @@ def column_max(cells: list[Any] | tuple) -> Any:
     """`series.max()` of an object column: NaN when empty or all null; otherwise nulls become
     -inf and numpy keeps `best if best >= next else next`, so a null or a number among string ids
     raises TypeError with pandas' message."""
-    if all(_is_null(c) for c in cells):
+    if all(is_null(c) for c in cells):
         return NAN
-    values = [_NEG_INF if _is_null(c) else c for c in cells]
+    values = [_NEG_INF if is_null(c) else c for c in cells]
     best = values[0]
     for v in values[1:]:
         if not best >= v:
@@ -140,8 +141,8 @@ def compare_mask(cells: list[Any], op: str, value: Any) -> list[bool]:
     else:
         pairs = [(c, value) for c in cells]
     if op == ">=":
-        return [False if _is_null(c) else bool(c >= v) for c, v in pairs]
-    return [False if _is_null(c) else bool(c <= v) for c, v in pairs]
+        return [False if is_null(c) else bool(c >= v) for c, v in pairs]
+    return [False if is_null(c) else bool(c <= v) for c, v in pairs]
 
 
 def lowered(cell: Any) -> Any:

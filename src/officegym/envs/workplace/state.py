@@ -13,10 +13,10 @@ starts that denote the same instant are equal.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from typing import Any
 
+from officegym.envs.workplace.frame_ops import is_null
 from officegym.envs.workplace.table import TableState
 from officegym.envs.workplace.timestamps import parse_timestamp
 from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, NAN, TABLE_COLUMNS
@@ -34,10 +34,6 @@ class _NA:
 
 
 NA = _NA()
-
-
-def _is_null(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _lower_plan(table: str) -> tuple[bool, ...]:
@@ -79,7 +75,7 @@ def _nemo_row(table: str, row: tuple) -> tuple:
         if lower:
             out.append(cell.lower() if isinstance(cell, str) else NA)
         else:
-            out.append(NA if _is_null(cell) else cell)
+            out.append(NA if is_null(cell) else cell)
     return tuple(out)
 
 
@@ -96,7 +92,7 @@ def nemo_tables_equal(table: str, a: TableState, b: TableState) -> bool:
 
 
 def _outcome_cell(cell: Any, lower: bool, column: str) -> Any:
-    if _is_null(cell) or cell == "":
+    if is_null(cell) or cell == "":
         return ""
     if isinstance(cell, bool):
         return "true" if cell else "false"
@@ -133,7 +129,7 @@ def _outcome_row(table: str, row: tuple) -> tuple:
 
 def display_row(table: str, row: tuple) -> dict[str, Any]:
     """A row as evidence: column -> value, nulls as None."""
-    return {c: (None if _is_null(v) else v) for c, v in zip(TABLE_COLUMNS[table], row)}
+    return {c: (None if is_null(v) else v) for c, v in zip(TABLE_COLUMNS[table], row)}
 
 
 def outcome_diff(table: str, expected: TableState, got: TableState) -> tuple[list, list, list]:
