@@ -11,7 +11,29 @@ from officegym.core.types import ToolCall
 
 
 class TemplateMismatchError(ValueError):
-    """A turn's prompt does not extend the previous turn's prompt and completion token for token."""
+    """A turn's prompt does not extend the previous turn's prompt and completion token for token.
+
+    `turn`, `position` (index in the episode's token sequence), `expected` (the id the ledger holds
+    there), `found` (the prompt's id there; None where the prompt ends early) and `template` (the
+    chat template's name, when known) say where.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        turn: int | None = None,
+        position: int | None = None,
+        expected: int | None = None,
+        found: int | None = None,
+        template: str | None = None,
+    ):
+        super().__init__(message)
+        self.turn = turn
+        self.position = position
+        self.expected = expected
+        self.found = found
+        self.template = template
 
 
 @dataclass
@@ -109,33 +131,55 @@ class Trajectory:
     def tokens(self) -> int:
         return sum(t.prompt_tokens + t.completion_tokens for t in self.turns)
 
-    def token_ledger(self) -> tuple[list[int], list[int], list[float]]:
+    def token_ledger(self, template: str | None = None) -> tuple[list[int], list[int], list[float]]:
         """The whole episode as one token sequence: (ids, loss mask, sampler log-probs).
 
         Built by appending the exact ids of every turn, never by re-tokenising text: each turn's
-        prompt must start with everything before it (previous prompt + sampled completion); the new
-        part (tool results, template scaffolding) gets mask 0, sampled ids get mask 1.
+        prompt must start with everything before it (previous prompt + sampled completion), else
+        TemplateMismatchError names `template` (the chat template, e.g. the tokenizer's name, when
+        known), the turn, the position and the two differing ids. The new part of a prompt (tool
+        results, template scaffolding) gets mask 0 and log-prob 0.0; the sampled ids (the
+        end-of-turn token included, when the model produced it) get mask 1 and their log-probs
+        (0.0 where the backend gave none). A last turn that failed before sampling anything
+        (finish_reason "error", no completion ids) adds nothing and is left out.
         """
         ids: list[int] = []
         mask: list[int] = []
         logps: list[float] = []
+        where = f" ({template})" if template else ""
         for k, turn in enumerate(self.turns):
+            if turn.completion_ids is None and turn.finish_reason == "error" and k == len(self.turns) - 1:
+                break  # nothing was sampled: there is nothing to train on in this turn
             if turn.prompt_ids is None or turn.completion_ids is None:
                 raise ValueError(f"turn {k} has no token ids: this backend does not expose tokens")
-            if turn.prompt_ids[: len(ids)] != ids:
-                at = next((i for i, (a, b) in enumerate(zip(ids, turn.prompt_ids)) if a != b), min(len(ids), len(turn.prompt_ids)))
-                raise TemplateMismatchError(
-                    f"turn {k}: the prompt does not extend the previous turns (first difference at token {at}); "
-                    "the chat template re-tokenises earlier turns differently"
+            if turn.logprobs is not None and len(turn.logprobs) != len(turn.completion_ids):
+                raise ValueError(
+                    f"turn {k} has {len(turn.completion_ids)} completion ids but {len(turn.logprobs)} log-probs"
                 )
-            new = turn.prompt_ids[len(ids) :]
+            prompt = turn.prompt_ids
+            if prompt[: len(ids)] != ids:
+                at = next((i for i, (a, b) in enumerate(zip(ids, prompt)) if a != b), len(prompt))
+                found = prompt[at] if at < len(prompt) else None
+                there = f"the prompt has id {found}" if found is not None else f"the prompt ends (it has {len(prompt)} ids)"
+                raise TemplateMismatchError(
+                    f"chat template{where or ' (unknown)'}: turn {k}'s prompt does not extend the previous turns: "
+                    f"at token position {at} the episode so far has id {ids[at]} but {there}. The template "
+                    "re-renders earlier turns differently (re-tokenisation, stripped reasoning, truncation); "
+                    "build each prompt by appending to the previous ids",
+                    turn=k,
+                    position=at,
+                    expected=ids[at],
+                    found=found,
+                    template=template,
+                )
+            new = prompt[len(ids) :]
             ids += new
             mask += [0] * len(new)
             logps += [0.0] * len(new)
             ids += turn.completion_ids
             mask += [1] * len(turn.completion_ids)
             lp = turn.logprobs if turn.logprobs is not None else [0.0] * len(turn.completion_ids)
-            logps += list(lp)
+            logps += [float(x) for x in lp]
         return ids, mask, logps
 
     def to_dict(self) -> dict[str, Any]:
