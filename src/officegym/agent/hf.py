@@ -120,7 +120,9 @@ class HFPolicy:
     explicitly before every call (default: the cores this process may run on). `batch_size`: rows
     decoded together. `max_prompt_tokens`: longer prompts get an error Completion instead of a
     generation (default: the model's context length). `chat_template`: auto (the model's own when
-    it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model.
+    it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model. `autocast_dtype`:
+    run the forward passes under torch.autocast in that dtype (fp32 weights, e.g. a trainer's).
+    `HFPolicy.from_module` wraps a module a trainer owns instead of loading one.
     Nothing heavy happens until the first `complete` (or `load()`).
 
     After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix,
@@ -138,6 +140,7 @@ class HFPolicy:
         batch_size: int = 8,
         max_prompt_tokens: int | None = None,
         chat_template: str = "auto",
+        autocast_dtype: str | None = None,
     ):
         if device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
@@ -149,6 +152,8 @@ class HFPolicy:
             raise ValueError("batch_size must be at least 1")
         if threads is not None and threads < 1:
             raise ValueError("threads must be at least 1")
+        if autocast_dtype not in (None, "bfloat16", "float16"):
+            raise ValueError(f"autocast_dtype must be None, 'bfloat16' or 'float16', got {autocast_dtype!r}")
         self.model_spec = str(model)
         self.name = f"hf:{model}"
         self.device_option = device
@@ -157,6 +162,7 @@ class HFPolicy:
         self.batch_size = batch_size
         self.max_prompt_tokens = max_prompt_tokens
         self.chat_template_option = chat_template
+        self.autocast_dtype = autocast_dtype
         self.template_name = ""
         self.warnings: list[str] = []  # chat-template problems found while building the ledger
         self.stats: dict[str, float] = {
@@ -239,16 +245,26 @@ class HFPolicy:
             raise ModelLoadError(f"could not load {where} {str(path)!r}: {exc}.{hint}") from exc
         model.to(device)
         model.eval()
+        self._adopt(model, tok, torch.device(device), path)
+        self.stats["load_seconds"] = time.perf_counter() - start
+        log.info("loaded %s from %s on %s (%s) in %.1f s", self.name, path, device, dtype_name, self.stats["load_seconds"])
+
+    def _adopt(self, model: Any, tok: Any, device: Any, path: Path | str | None) -> None:
+        """Use `model` and `tok` from now on (loaded here, or handed over by a trainer)."""
+        import inspect
+
+        import torch
+        import transformers
+
         self._torch = torch
         self._tok = tok
         self._model = model
-        self._device = torch.device(device)
+        self._device = device
         self.model_path = path
+        self._prefix = None
         self._setup_template()
         self._setup_tokens()
         self._context = getattr(model.config, "max_position_embeddings", None)
-        import inspect
-
         self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         try:
             self._static_cache(8).layers  # noqa: B018 - the decoding loop needs a layered, preallocated cache
@@ -256,8 +272,50 @@ class HFPolicy:
             raise ModelLoadError(
                 f"the hf: backend needs transformers>=5 (StaticCache with cache layers); found {transformers.__version__}: {exc}"
             ) from None
-        self.stats["load_seconds"] = time.perf_counter() - start
-        log.info("loaded %s from %s on %s (%s) in %.1f s", self.name, path, device, dtype_name, self.stats["load_seconds"])
+
+    @classmethod
+    def from_module(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "hf:trained",
+        threads: int | None = None,
+        batch_size: int = 8,
+        max_prompt_tokens: int | None = None,
+        chat_template: str = "auto",
+        autocast_dtype: str | None = None,
+    ) -> HFPolicy:
+        """A policy that samples from a module someone else owns (a trainer's model): no copy and no
+        weight sync, since generation reads the very parameters the optimiser updates. The prefix
+        kept between calls is dropped whenever the weights change (see `_weights_version`)."""
+        policy = cls(name, threads=threads, batch_size=batch_size, max_prompt_tokens=max_prompt_tokens,
+                     chat_template=chat_template, autocast_dtype=autocast_dtype)
+        policy.name = name
+        device = next(model.parameters()).device
+        with policy._lock:
+            policy._adopt(model, tokenizer, device, getattr(getattr(model, "config", None), "_name_or_path", None))
+        return policy
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tok
+
+    @property
+    def module(self) -> Any:
+        return self._model
+
+    @property
+    def eot_id(self) -> int | None:
+        return self._eot_id
+
+    @property
+    def eot_text(self) -> str:
+        return self._eot_text
+
+    @property
+    def pad_id(self) -> int:
+        return self._pad_id
 
     def _setup_template(self) -> None:
         from officegym.agent.formats import TOOL_CHAT_TEMPLATE
@@ -395,13 +453,22 @@ class HFPolicy:
     async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
         return await asyncio.to_thread(self.complete_sync, requests, params)
 
-    def complete_sync(self, requests: Sequence[PolicyRequest], params: SamplingParams) -> list[Completion]:
+    def complete_sync(
+        self,
+        requests: Sequence[PolicyRequest],
+        params: SamplingParams,
+        max_new_tokens: Sequence[int | None] | None = None,
+    ) -> list[Completion]:
+        """`max_new_tokens`, when given, caps each request's sampled tokens below params.max_new_tokens
+        (a trainer's per-episode budget); 0 gives an empty completion with finish_reason "length"."""
         if not requests:
             return []
+        if max_new_tokens is not None and len(max_new_tokens) != len(requests):
+            raise ValueError(f"{len(max_new_tokens)} token limits for {len(requests)} requests")
         self.load()
         with self._lock:  # one generation at a time: torch's threads are shared anyway
             self._before_call()
-            return self._complete_locked(requests, params)
+            return self._complete_locked(requests, params, max_new_tokens)
 
     def _before_call(self) -> None:
         self._torch.set_num_threads(self.threads)
@@ -412,7 +479,9 @@ class HFPolicy:
             return None
         return self._torch.Generator(device=self._device).manual_seed(int(seed))
 
-    def _complete_locked(self, requests: Sequence[PolicyRequest], params: SamplingParams) -> list[Completion]:
+    def _complete_locked(
+        self, requests: Sequence[PolicyRequest], params: SamplingParams, token_caps: Sequence[int | None] | None = None
+    ) -> list[Completion]:
         started = time.perf_counter()
         results: list[Completion | None] = [None] * len(requests)
         prompts: dict[int, list[int]] = {}
@@ -443,7 +512,8 @@ class HFPolicy:
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
             t0 = time.perf_counter()
-            rows = self._generate([prompts[i] for i in chunk], params, generator)
+            caps = None if token_caps is None else [token_caps[i] for i in chunk]
+            rows = self._generate([prompts[i] for i in chunk], params, generator, caps)
             seconds = time.perf_counter() - t0
             for i, row in zip(chunk, rows):
                 results[i] = self._completion(row, params, seconds)
@@ -481,15 +551,27 @@ class HFPolicy:
         kwargs: dict[str, Any] = {}
         if self._logits_to_keep:
             kwargs["logits_to_keep"] = 1
-        out = self._model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=cache,
-            use_cache=True,
-            **kwargs,
-        )
+        with self._autocast():
+            out = self._model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+                **kwargs,
+            )
         return out.logits[:, -1, :].float()
+
+    def _autocast(self) -> Any:
+        import contextlib
+
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return self._torch.autocast(self._device.type, dtype=getattr(self._torch, self.autocast_dtype))
+
+    def weights_version(self) -> tuple[int, int]:
+        """Changes whenever the weights change (see `_weights_version`)."""
+        return self._weights_version()
 
     def _weights_version(self) -> tuple[int, int]:
         """Changes whenever the weights do: optimiser steps and load_state_dict write the parameters in
@@ -535,14 +617,25 @@ class HFPolicy:
         self.stats["prefill_tokens"] += len(prefix) - reuse
         return kv
 
-    def _generate(self, prompts: list[list[int]], params: SamplingParams, generator: Any) -> list[_Row]:
+    def _row_limits(self, prompts: list[list[int]], params: SamplingParams, limits: Sequence[int | None] | None) -> list[int]:
+        """Each row's token budget: params.max_new_tokens, the request's own cap, the context left."""
+        budget = max(0, int(params.max_new_tokens))
+        out = []
+        for k, p in enumerate(prompts):
+            limit = budget
+            if limits is not None and limits[k] is not None:
+                limit = min(limit, max(0, int(limits[k])))
+            if self._context is not None:
+                limit = min(limit, self._context - len(p))
+            out.append(max(0, limit))
+        return out
+
+    def _generate(
+        self, prompts: list[list[int]], params: SamplingParams, generator: Any, limits: Sequence[int | None] | None = None
+    ) -> list[_Row]:
         torch = self._torch
         dev = self._device
-        budget = max(0, int(params.max_new_tokens))
-        rows = []
-        for p in prompts:
-            limit = budget if self._context is None else min(budget, self._context - len(p))
-            rows.append(_Row(prompt=p, limit=max(0, limit), ids=[], logprobs=[]))
+        rows = [_Row(prompt=p, limit=n, ids=[], logprobs=[]) for p, n in zip(prompts, self._row_limits(prompts, params, limits))]
         for row in rows:
             if row.limit == 0:
                 row.finish = "length"

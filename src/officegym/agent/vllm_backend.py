@@ -10,11 +10,20 @@ only). vLLM's default is the raw model distribution (before temperature); pass
 The trainer's importance-sampling correction covers the difference either way. If the engine
 leaves the end-of-turn token out of `token_ids`, the turn is treated like a cut one: the ledger adds
 the end-of-turn as scaffolding (mask 0).
+
+Training (colocated, one process): after each optimiser step the trainer calls `sync_weights` with
+the new (name, tensor) pairs in Hugging Face checkpoint names. They go to the engine's model through
+vLLM's documented `LLM.apply_model(fn)` (fn runs on the model inside each worker; the model's own
+`load_weights(iterable of (name, tensor))` maps checkpoint names to its fused layers), then the
+engine's prefix cache is reset, since cached keys and values were computed with the old weights. A
+sync with an unchanged weights version is skipped. `sleep()` / `wake_up()` free and restore the
+engine's GPU memory around the training phase when the engine was started with sleep mode.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from officegym.agent.hf import HFPolicy, ModelLoadError, _Row
@@ -34,6 +43,10 @@ class VLLMPolicy(HFPolicy):
         engine.pop("base_url", None)
         self.engine_options = {"enable_prefix_caching": True, **{k: v for k, v in engine.items() if v is not None}}
         self._llm: Any = None
+        self.synced_version: Any = None
+        self.asleep = False
+        self.stats["weight_syncs"] = 0
+        self.stats["weight_sync_seconds"] = 0.0
 
     def _load(self) -> None:
         start = time.perf_counter()
@@ -67,15 +80,16 @@ class VLLMPolicy(HFPolicy):
     def _make_generator(self, seed: int | None) -> Any:
         return seed  # vLLM seeds each request itself
 
-    def _generate(self, prompts: list[list[int]], params: SamplingParams, generator: Any) -> list[_Row]:
+    def _generate(
+        self, prompts: list[list[int]], params: SamplingParams, generator: Any, limits: Sequence[int | None] | None = None
+    ) -> list[_Row]:
         import vllm
         from vllm.inputs import TokensPrompt
 
         rows = []
         todo = []
-        for p in prompts:
-            limit = params.max_new_tokens if self._context is None else min(params.max_new_tokens, self._context - len(p))
-            rows.append(_Row(prompt=p, limit=max(0, limit), ids=[], logprobs=[], finish="length" if limit <= 0 else ""))
+        for p, limit in zip(prompts, self._row_limits(prompts, params, limits)):
+            rows.append(_Row(prompt=p, limit=limit, ids=[], logprobs=[], finish="length" if limit <= 0 else ""))
             if limit > 0:
                 todo.append(len(rows) - 1)
         if not todo:
@@ -103,6 +117,53 @@ class VLLMPolicy(HFPolicy):
                 raise RuntimeError(f"vLLM returned {len(rows[k].logprobs)} log-probs for {len(ids)} tokens")
             rows[k].finish = "length" if result.finish_reason == "length" else "stop"
         return rows
+
+
+    # -----------------------------------------------------------------------------------------------
+    # Training: weight sync and sleep mode
+
+    def sync_weights(self, weights: Iterable[tuple[str, Any]], version: Any = None) -> bool:
+        """Load (name, tensor) pairs into the engine's model; returns False when `version` equals the
+        version synced last (nothing to do). Names are Hugging Face checkpoint names."""
+        if version is not None and version == self.synced_version:
+            return False
+        self.load()
+        start = time.perf_counter()
+        pairs = list(weights)
+        apply_model = getattr(self._llm, "apply_model", None)
+        if apply_model is None:
+            raise ModelLoadError("this vLLM has no LLM.apply_model (needed to load trained weights); upgrade vLLM")
+        if self.asleep:
+            self.wake_up()
+
+        def load(model: Any) -> None:
+            model.load_weights(weights=pairs)
+
+        apply_model(load)
+        reset = getattr(self._llm, "reset_prefix_cache", None)
+        if reset is not None:
+            reset()
+        self._prefix = None
+        self.synced_version = version
+        self.stats["weight_syncs"] += 1
+        self.stats["weight_sync_seconds"] += time.perf_counter() - start
+        return True
+
+    def sleep(self, level: int = 1) -> None:
+        """Free the engine's GPU memory (weights offloaded, KV cache dropped) while training runs;
+        only for an engine started with enable_sleep_mode=True."""
+        if self._llm is not None and not self.asleep and self.engine_options.get("enable_sleep_mode"):
+            self._llm.sleep(level=level)
+            self.asleep = True
+
+    def wake_up(self) -> None:
+        if self._llm is not None and self.asleep:
+            self._llm.wake_up()
+            self.asleep = False
+
+    def _complete_locked(self, requests, params, token_caps=None):  # type: ignore[no-untyped-def]
+        self.wake_up()
+        return super()._complete_locked(requests, params, token_caps)
 
 
 def _sampled_logprob(entry: dict[int, Any], token: int) -> float:

@@ -1,0 +1,340 @@
+"""Run configuration: typed pydantic models loaded from YAML, overridden with dotted keys.
+
+    cfg = load_config(GRPORunConfig, "configs/grpo_smollm2.yaml", ["grpo.num_generations_per_prompt=8"])
+
+An override is `dotted.key=value`; the value is read as YAML (`8`, `true`, `[a, b]`, `null`,
+`{shaped: 0.5}`), never evaluated as code. Unknown keys are errors that name the key and list the
+known ones, so a typo cannot silently fall back to a default. `save_config` writes the resolved
+config (every default filled in) atomically as YAML; `config_table` prints it.
+
+The helpers are generic over any pydantic model so that other commands (the pipeline) can reuse
+them; the trainer models follow.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used; the message says which key and why."""
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - pyyaml comes with transformers
+        raise ConfigError("reading YAML configs needs pyyaml: pip install pyyaml") from None
+    return yaml
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value read as YAML (numbers, booleans, null, lists, mappings); plain text
+    stays text. Never evaluated."""
+    try:
+        return _yaml().safe_load(text) if text.strip() else ""
+    except Exception:  # not YAML (e.g. an unbalanced bracket): keep the text as it was typed
+        return text
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Return a copy of `data` with each `a.b.c=value` set (intermediate mappings are created)."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} must look like dotted.key=value")
+        parts = key.split(".")
+        if any(not p for p in parts):
+            raise ConfigError(f"override {item!r}: empty part in the key {key!r}")
+        node = out
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {item!r}: {'.'.join(parts[: depth + 1])} is a value, not a section")
+            node = child
+        node[parts[-1]] = parse_value(raw)
+    return out
+
+
+def _explain(exc: ValidationError, model: type[BaseModel]) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key{_known_hint(model, err['loc'])}")
+        else:
+            lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def _known_hint(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    node: Any = model
+    for part in loc[:-1]:
+        fields = getattr(node, "model_fields", None)
+        if not fields or part not in fields:
+            return ""
+        node = fields[part].annotation
+    fields = getattr(node, "model_fields", None)
+    return f" (known: {', '.join(fields)})" if fields else ""
+
+
+def build_config(model: type[M], data: dict[str, Any] | None = None, overrides: list[str] | tuple[str, ...] = ()) -> M:
+    """Validate `data` with `overrides` applied into a `model`."""
+    merged = apply_overrides(data or {}, overrides)
+    try:
+        return model.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, model)) from None
+
+
+def load_config(model: type[M], path: str | os.PathLike[str] | None = None, overrides: list[str] | tuple[str, ...] = ()) -> M:
+    """Read a YAML file (or nothing: all defaults), apply `overrides`, validate."""
+    data: Any = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"no such config file: {p}") from None
+        try:
+            data = _yaml().safe_load(text) or {}
+        except Exception as exc:
+            raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: the top level must be a mapping of sections")
+    return build_config(model, data, overrides)
+
+
+def config_dict(cfg: BaseModel) -> dict[str, Any]:
+    return cfg.model_dump(mode="json")
+
+
+def dump_yaml(cfg: BaseModel) -> str:
+    return _yaml().safe_dump(config_dict(cfg), sort_keys=False, allow_unicode=True)
+
+
+def save_config(cfg: BaseModel, path: str | os.PathLike[str]) -> Path:
+    """Write the resolved config as YAML, atomically."""
+    target = Path(path)
+    atomic_write_text(target, dump_yaml(cfg))
+    return target
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def config_table(cfg: BaseModel, title: str = "config") -> Any:
+    """A rich Table of every resolved key (dotted) and value."""
+    from rich.table import Table
+
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("key")
+    table.add_column("value")
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            table.add_row(prefix, repr(value) if isinstance(value, str) else str(value))
+
+    walk("", config_dict(cfg))
+    return table
+
+
+# ---------------------------------------------------------------------------------------------------
+# The trainer's sections
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(Section):
+    name: str = Field("smollm2-135m", description="smollm2-135m, a local model directory or a hub id")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto", description="auto: bf16 autocast on a GPU that supports it, fp32 on CPU; weights stay fp32 either way"
+    )
+    chat_template: Literal["auto", "officegym", "model"] = "auto"
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the cores this process may use)")
+    gradient_checkpointing: bool = False
+
+
+class LoraConfig(Section):
+    enabled: bool = False
+    r: int = Field(16, ge=1)
+    alpha: float = 32.0
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] | str = "all-linear"
+
+
+class OptimConfig(Section):
+    lr: float = Field(5e-6, gt=0)
+    min_lr: float = Field(5e-7, ge=0)
+    schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    warmup_steps: int = Field(0, ge=0)
+    weight_decay: float = Field(0.01, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    grad_clip: float | None = Field(1.0, description="max global grad norm; null: no clipping")
+
+
+class DataConfig(Section):
+    tasks: str | None = Field(None, description="task JSONL (NeMo Gym rows with ground_truth)")
+    val_tasks: str | None = Field(None, description="held-out task JSONL; without it val_fraction of tasks is held out")
+    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    max_val_tasks: int | None = Field(None, ge=1)
+    env: str = Field("workplace", description="environment name in the registry (workplace, toy_pick, ...)")
+    world: str | None = Field(None, description="world folder for the workplace env (default: generated seed 0)")
+    verify_mode: str | None = None
+    tools: Literal["all", "domain"] = Field("all", description="domain: offer only the task's domain tools (short prompts)")
+    shuffle: bool = True
+
+
+class RolloutConfig(Section):
+    max_steps: int = Field(6, ge=1, description="model turns per episode")
+    max_new_tokens_per_turn: int = Field(256, ge=1)
+    max_new_tokens_per_episode: int | None = Field(1024, ge=1, description="sampled tokens per episode; null: no cap")
+    max_tool_output_chars: int | None = Field(2000, ge=1)
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    concurrency: int = Field(64, ge=1)
+    batch_size: int = Field(16, ge=1, description="rows decoded together by the HF backend")
+
+
+class LossConfig(Section):
+    eps_low: float = Field(0.2, ge=0)
+    eps_high: float = Field(0.2, ge=0)
+    dual_clip: float | None = None
+    aggregation: Literal["token_mean", "seq_mean", "constant"] = "token_mean"
+    constant_normaliser: float | None = Field(None, gt=0, description="for aggregation=constant (Dr. GRPO); default: max episode tokens")
+    kl_beta: float = Field(0.0, ge=0)
+    is_cap: float | None = Field(None, gt=0, description="cap of the sampler importance weight (vLLM); null: off")
+    entropy: bool = Field(True, description="log the policy entropy over trained tokens")
+
+
+class GRPOConfig(Section):
+    max_steps: int = Field(100, ge=1)
+    num_prompts_per_step: int = Field(4, ge=1)
+    num_generations_per_prompt: int = Field(4, ge=2)
+    mu: int = Field(1, ge=1, description="inner epochs over each batch; 1 skips the old-logprob forward")
+    micro_batch_size: int = Field(4, ge=1, description="rollouts per forward/backward (gradient accumulation)")
+    baseline: Literal["leave_one_out", "mean"] = "leave_one_out"
+    scale: Literal["group", "batch", "none"] = "group"
+    advantage_eps: float = 1e-6
+    advantage_clip: float | None = None
+    dynamic_sampling: Literal["off", "skip", "refill"] = "off"
+    max_refill_batches: int = Field(4, ge=1, description="extra prompt batches sampled per step to refill groups")
+    reward: str | dict[str, Any] = Field("binary", description="any officegym.rewards spec: binary, shaped, {shaped: 0.5, binary: 0.5}")
+    invalid_call_penalty: float = Field(0.0, ge=0, description="subtracted from the reward of a rollout with an invalid call")
+    invalid_call_advantage: float | None = Field(None, description="overrides the advantage of such rollouts (NeMo RL)")
+    loss: LossConfig = Field(default_factory=LossConfig)
+
+
+class ValidationConfig(Section):
+    every: int = Field(10, ge=0, description="validate every N steps (0: never; always at the end)")
+    accuracy: bool = Field(True, description="run the agent loop on the held-out tasks (greedy) and score them")
+    temperature: float = 0.0
+    samples: int = Field(1, ge=1)
+
+
+class CheckpointConfig(Section):
+    every: int = Field(10, ge=1, description="save every N steps (and on stop, and at the end)")
+    keep_top_k: int = Field(3, ge=0, description="kept by the validation metric, besides the latest")
+    metric: str = "val/accuracy"
+    higher_is_better: bool = True
+    resume: bool = Field(True, description="continue from the latest checkpoint in out_dir")
+
+
+class LoggingConfig(Section):
+    tensorboard: bool = Field(True, description="when the tensorboard package is installed")
+    wandb: bool = False
+    trackio: bool = False
+    project: str = "officegym"
+    offline: bool = True
+    write_rollouts: bool = True
+
+
+class VLLMConfig(Section):
+    gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    max_model_len: int | None = None
+    enable_sleep_mode: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict, description="further vllm.LLM options")
+
+
+class SFTSection(Section):
+    source: Literal["ground_truth", "rollouts"] = "ground_truth"
+    rollouts: list[str] = Field(default_factory=list, description="eval rollouts.jsonl files (source=rollouts)")
+    min_reward: float = 1.0
+    calls_per_turn: Literal["all", "one"] = Field("all", description="ground-truth replay: all calls in one turn, or one per turn")
+    final_answer: str = "Done."
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="optimizer steps; default: epochs over the data")
+    batch_size: int = Field(8, ge=1, description="conversations per optimizer step")
+    micro_batch_size: int = Field(4, ge=1)
+    max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
+    val_fraction_examples: float = Field(0.1, ge=0.0, lt=1.0, description="examples held out for validation loss")
+
+
+class RunConfig(Section):
+    """What SFT and GRPO runs share."""
+
+    out_dir: str = "runs/run"
+    seed: int = 0
+    backend: Literal["hf", "vllm"] = "hf"
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+
+
+class GRPORunConfig(RunConfig):
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> GRPORunConfig:
+        if self.grpo.invalid_call_advantage is not None and self.grpo.invalid_call_penalty:
+            raise ValueError("set grpo.invalid_call_penalty or grpo.invalid_call_advantage, not both")
+        return self
+
+
+class SFTRunConfig(RunConfig):
+    sft: SFTSection = Field(default_factory=SFTSection)
+    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=2e-5, min_lr=2e-6))
+    checkpoint: CheckpointConfig = Field(default_factory=lambda: CheckpointConfig(every=50, metric="val/loss", higher_is_better=False))
+    validation: ValidationConfig = Field(default_factory=lambda: ValidationConfig(every=50, accuracy=False))
+
+    @field_validator("backend")
+    @classmethod
+    def _hf_only(cls, v: str) -> str:
+        if v != "hf":
+            raise ValueError("SFT trains with the hf backend (vLLM only generates)")
+        return v

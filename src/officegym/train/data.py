@@ -1,0 +1,167 @@
+"""Tasks for training: loading, the held-out split, the environment, and a resumable task stream."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from officegym.core import registry
+from officegym.core.task import Task, TaskFormatError, read_tasks
+from officegym.train.config import DataConfig
+
+registry.register("toy_pick", "officegym.train.toy:PickEnvironment")
+
+
+class DataError(ValueError):
+    """Task data that cannot be used for training; the message says which file and why."""
+
+
+def load_tasks(path: str | os.PathLike[str]) -> list[Task]:
+    try:
+        tasks = read_tasks(path)
+    except FileNotFoundError:
+        raise DataError(f"no such task file: {path}") from None
+    except TaskFormatError as exc:
+        raise DataError(str(exc)) from None
+    if not tasks:
+        raise DataError(f"{path} holds no tasks")
+    return tasks
+
+
+def split_tasks(tasks: list[Task], cfg: DataConfig, seed: int) -> tuple[list[Task], list[Task]]:
+    """(train, validation): the val_tasks file when given, else a seeded val_fraction of `tasks`
+    (at least one task held out when the fraction is above 0 and there are two tasks or more)."""
+    if cfg.val_tasks:
+        val = load_tasks(cfg.val_tasks)
+        train = tasks
+    elif cfg.val_fraction > 0 and len(tasks) > 1:
+        order = list(range(len(tasks)))
+        random.Random(f"split:{seed}").shuffle(order)
+        n_val = min(len(tasks) - 1, max(1, round(cfg.val_fraction * len(tasks))))
+        held = set(order[:n_val])
+        val = [t for i, t in enumerate(tasks) if i in held]
+        train = [t for i, t in enumerate(tasks) if i not in held]
+    else:
+        train, val = tasks, []
+    if cfg.max_val_tasks is not None:
+        val = val[: cfg.max_val_tasks]
+    return train, val
+
+
+def default_world() -> Path:
+    """The generated world of seed 0 (reference size), written once into the officegym cache."""
+    import contextlib
+
+    from officegym.agent.models import cache_root
+    from officegym.envs.workplace.generate import generate_world, write_world
+
+    path = cache_root() / "worlds" / "seed0-reference"
+    if not (path / "world.json").exists():
+        with contextlib.suppress(FileExistsError):  # another process wrote it first
+            write_world(generate_world(0, "reference"), path, overwrite=True)
+    return path
+
+
+def make_environment(cfg: DataConfig) -> Any:
+    """The environment named by `cfg.env`; the workplace one gets its world (default: seed 0)."""
+    name = registry.canonical_name(cfg.env)
+    try:
+        registry.factory(name)
+    except KeyError as exc:
+        raise DataError(str(exc)) from None
+    if name == "workplace_assistant":
+        world = Path(cfg.world) if cfg.world else default_world()
+        kwargs: dict[str, Any] = {"world": world}
+        if cfg.verify_mode:
+            kwargs["mode"] = cfg.verify_mode
+        try:
+            return registry.make(name, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"could not load the world {world}: {exc}") from None
+    return registry.make(name)
+
+
+# Tool-name prefixes of the workplace domains, and the words task categories use for them.
+_DOMAIN_PREFIXES = {
+    "email": ("email_",),
+    "calendar": ("calendar_",),
+    "analytics": ("analytics_",),
+    "project_management": ("project_management_",),
+    "customer_relationship_manager": ("customer_relationship_manager_",),
+    "crm": ("customer_relationship_manager_",),
+}
+_ALWAYS = ("company_directory_",)
+
+
+def task_domains(task: Task) -> list[str]:
+    """The domains a task is about: metadata `domains` when present, else its category's suffix."""
+    domains = task.metadata.get("domains")
+    if isinstance(domains, list) and domains:
+        return [str(d) for d in domains]
+    category = task.category or ""
+    found = [d for d in _DOMAIN_PREFIXES if category.endswith(d) or f"_{d}_" in f"_{category}_"]
+    return found
+
+
+def restrict_tools(task: Task) -> Task:
+    """A copy of `task` that offers only its domain tools (plus the directory and every tool its
+    ground truth uses): much shorter prompts. Unknown domains keep every tool."""
+    domains = task_domains(task)
+    prefixes = tuple(p for d in domains for p in _DOMAIN_PREFIXES.get(d, ()))
+    if not prefixes or not task.tools:
+        return task
+    needed = {c.name for c in task.ground_truth}
+    kept = [t for t in task.tools
+            if (name := t.get("name") or t.get("function", {}).get("name", "")).startswith(prefixes + _ALWAYS) or name in needed]
+    if not kept:
+        return task
+    return dataclasses.replace(task, tools=kept)
+
+
+def prepare_tasks(tasks: list[Task], cfg: DataConfig) -> list[Task]:
+    return [restrict_tools(t) for t in tasks] if cfg.tools == "domain" else tasks
+
+
+class TaskStream:
+    """Tasks in a seeded order, epoch after epoch, with a position that checkpoints save: a resumed
+    run draws exactly the tasks the uninterrupted run would have drawn."""
+
+    def __init__(self, tasks: list[Task], seed: int, shuffle: bool = True):
+        if not tasks:
+            raise DataError("no training tasks")
+        self.tasks = tasks
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 0
+        self.index = 0
+        self._order = self._make_order(0)
+
+    def _make_order(self, epoch: int) -> list[int]:
+        order = list(range(len(self.tasks)))
+        if self.shuffle:
+            random.Random(f"tasks:{self.seed}:{epoch}").shuffle(order)
+        return order
+
+    def take(self, n: int) -> list[Task]:
+        out = []
+        for _ in range(n):
+            if self.index >= len(self._order):
+                self.epoch += 1
+                self.index = 0
+                self._order = self._make_order(self.epoch)
+            out.append(self.tasks[self._order[self.index]])
+            self.index += 1
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index, "n_tasks": len(self.tasks)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        if int(state.get("n_tasks", len(self.tasks))) != len(self.tasks):
+            raise DataError(f"the checkpoint was made with {state.get('n_tasks')} training tasks, this run has {len(self.tasks)}")
+        self.epoch = int(state["epoch"])
+        self.index = int(state["index"])
+        self._order = self._make_order(self.epoch)

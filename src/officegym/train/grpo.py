@@ -1,0 +1,407 @@
+"""GRPO on an environment with verifiable rewards, readable top to bottom.
+
+One step:
+  1. sample `num_prompts_per_step` tasks (a resumable seeded stream) and roll each out
+     `num_generations_per_prompt` times through the agent loop with the policy being trained;
+     with dynamic sampling, groups whose rewards do not vary are dropped ("skip") or replaced by
+     groups of further tasks ("refill", up to `max_refill_batches` extra batches);
+  2. rewards come from the environment's verifier (binary outcome, or any officegym reward),
+     minus `invalid_call_penalty` for rollouts with an invalid call; advantages are group-relative
+     (leave-one-out or mean baseline, group/batch/no std scaling, optional clip), and
+     `invalid_call_advantage` overrides the advantage of such rollouts;
+  3. each rollout becomes one training row from its token ledger (the exact sampled ids; only they
+     carry loss mask 1); mu inner epochs each take one optimiser step over all rows, in
+     micro-batches whose losses are normalised by the token (or sequence) count of the whole batch
+     so that they add up to the full batch's loss. With mu = 1 the old log-probs are the current
+     ones, detached (ratio 1, no extra forward); with mu > 1 they are computed once before the first
+     update. A KL penalty (beta > 0) uses the adapter-disabled model (LoRA) or a frozen copy as the
+     reference; the importance weight against the sampler's log-probs is applied when a separate
+     engine (vLLM) sampled or `loss.is_cap` is set;
+  4. log metrics, write the step's rollouts, validate every N steps, checkpoint every M steps.
+
+A rollout that breaks (template mismatch, backend error, nothing sampled) is counted and left out of
+the update; its reward still counts for its group's baseline.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.core.task import Task
+from officegym.core.trajectory import TemplateMismatchError, Trajectory
+from officegym.train.checkpoint import CheckpointManager
+from officegym.train.config import GRPORunConfig
+from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
+from officegym.train.modeling import generation_policy, load_train_model, push_weights
+from officegym.train.rollouts import (
+    RolloutWriter,
+    collect,
+    invalid_calls,
+    make_reward_fn,
+    rollout_metrics,
+    validate,
+)
+from officegym.train.runtime import (
+    GracefulStop,
+    grad_norm_and_clip,
+    make_optimizer,
+    make_scheduler,
+    prepare_run_dir,
+    progress_bar,
+    restore_checkpoint,
+    save_checkpoint,
+)
+from officegym.train.tracking import METRICS, MetricsLogger, truncate_jsonl
+
+
+class TrainingSetupError(RuntimeError):
+    """The run cannot start (bad data, an out_dir that holds another run, ...)."""
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    start_step: int
+    last_step: int
+    stopped: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    task: Task
+    group_id: str
+    trajectories: list[Trajectory]
+
+
+def _check_out_dir(run_dir: Path, resume: bool) -> None:
+    has_state = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("step_*"))
+    if has_state and not resume:
+        raise TrainingSetupError(f"{run_dir} already holds a run's checkpoints; use checkpoint.resume=true to continue it "
+                                 "or choose another out_dir")
+
+
+def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
+    """Run GRPO as configured; resumes from the latest checkpoint in cfg.out_dir. `step_hook(step,
+    metrics)` is called after each step (tests use it to interrupt a run)."""
+    import torch
+
+    if not cfg.data.tasks:
+        raise TrainingSetupError("data.tasks is required: a task JSONL with ground truth")
+    run_dir = Path(cfg.out_dir)
+    _check_out_dir(run_dir, cfg.checkpoint.resume)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    prepare_run_dir(cfg, console, "grpo")
+    env = make_environment(cfg.data)
+    train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
+    if cfg.data.val_tasks:
+        val_tasks = prepare_tasks(val_tasks, cfg.data)
+    tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
+    tm.model.eval()  # no dropout: the sampler and the learner must be the same function
+    policy = generation_policy(tm, cfg)
+    reward_fn = make_reward_fn(cfg.grpo.reward, env)
+    params = tm.trainable_parameters()
+    optimizer = make_optimizer(params, cfg.optim)
+    scheduler = make_scheduler(optimizer, cfg.optim, cfg.grpo.max_steps)
+    manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
+    stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
+    writer = RolloutWriter(run_dir, cfg.logging.write_rollouts)
+    start_step = 0
+    info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
+    if info is not None:
+        start_step = info.step
+        stream.load_state_dict(info.state["data"])
+        if console is not None:
+            console.print(f"resuming from {info.path} (step {start_step})")
+    writer.drop_after(start_step)
+    truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
+    reference = tm.reference_copy() if cfg.grpo.loss.kl_beta > 0 and not tm.lora else None
+    logger = MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
+                           project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+    for note in logger.notes:
+        if console is not None:
+            console.print(f"[yellow]{note}[/]")
+    result = TrainResult(run_dir, start_step, start_step, False)
+    last_val: dict[str, float] = {}
+    try:
+        with GracefulStop(console) as stop, progress_bar(console) as bar:
+            job = bar.add_task("grpo", total=cfg.grpo.max_steps, completed=start_step, info="")
+            for step in range(start_step + 1, cfg.grpo.max_steps + 1):
+                metrics = grpo_step(cfg, step, tm, policy, env, stream, optimizer, scheduler, params, reward_fn,
+                                    reference, writer)
+                due_val = cfg.validation.every and step % cfg.validation.every == 0
+                if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy):
+                    val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
+                    metrics.update(val)
+                    last_val = val
+                logger.log(step, metrics)
+                result.history.append({"step": step, **metrics})
+                result.last_step = step
+                if step_hook is not None:
+                    step_hook(step, metrics)
+                bar.update(job, completed=step, info=_bar_info(metrics, last_val))
+                if step % cfg.checkpoint.every == 0 or step == cfg.grpo.max_steps or stop.requested:
+                    _save(manager, step, tm, optimizer, scheduler, stream, metrics, cfg)
+                if stop.requested:
+                    result.stopped = True
+                    break
+    finally:
+        logger.close()
+    if not result.stopped and result.last_step == cfg.grpo.max_steps:
+        tm.export(run_dir / "model")
+        best = manager.best()
+        if console is not None:
+            console.print(f"done: model in {run_dir / 'model'}" + (f"; best checkpoint {best.path} ({cfg.checkpoint.metric} = "
+                                                                     f"{best.metric:.3f})" if best else ""))
+    return result
+
+
+def _bar_info(metrics: dict[str, Any], last_val: dict[str, float]) -> str:
+    parts = [f"reward {metrics.get('train/reward_mean', 0.0):.3f}"]
+    if "val/accuracy" in last_val:
+        parts.append(f"val acc {last_val['val/accuracy']:.3f}")
+    return ", ".join(parts)
+
+
+def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any, stream: TaskStream,
+          metrics: dict[str, Any], cfg: Any) -> None:
+    metric = metrics.get(cfg.checkpoint.metric)
+    save_checkpoint(manager, step, tm, optimizer, scheduler, {"data": stream.state_dict(), "metric": metric,
+                                                                "metric_name": cfg.checkpoint.metric})
+
+
+def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: TaskStream, optimizer: Any,
+              scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter) -> dict[str, Any]:
+    """One GRPO step (see the module docstring); returns its metrics."""
+    import torch
+
+    from officegym.train.advantages import group_advantages, zero_variance_groups
+
+    g = cfg.grpo
+    t_step = time.perf_counter()
+    metrics: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    synced = push_weights(policy, tm, step)  # vLLM only: an HF policy shares the trained module
+    metrics["time/weight_sync_s"] = time.perf_counter() - t0 if synced else 0.0
+
+    # 1. Rollouts, group by group (dynamic sampling may drop or refill groups).
+    groups: list[Group] = []
+    sampled: list[Group] = []
+    timing = {"generation": 0.0, "env": 0.0, "scoring": 0.0, "rollout_wall": 0.0}
+    sampled_tokens = 0
+    batches = 0
+    max_batches = 1 + (g.max_refill_batches if g.dynamic_sampling == "refill" else 0)
+    while len(groups) < g.num_prompts_per_step and batches < max_batches:
+        tasks = stream.take(g.num_prompts_per_step - len(groups))
+        batches += 1
+        jobs = [(t, k) for t in tasks for k in range(g.num_generations_per_prompt)]
+        batch = collect(env, jobs, policy, cfg, cfg.rollout.temperature, reward_fn)
+        timing["generation"] += batch.generation_seconds
+        timing["env"] += batch.env_seconds
+        timing["scoring"] += batch.scoring_seconds
+        timing["rollout_wall"] += batch.wall_seconds
+        sampled_tokens += batch.sampled_tokens
+        seen = {grp.group_id for grp in sampled}
+        for i, task in enumerate(tasks):
+            gid = f"{task.id}@{step}"
+            n = 1
+            while gid in seen:
+                n += 1
+                gid = f"{task.id}@{step}#{n}"
+            seen.add(gid)
+            trajs = batch.trajectories[i * g.num_generations_per_prompt : (i + 1) * g.num_generations_per_prompt]
+            grp = Group(task, gid, trajs)
+            sampled.append(grp)
+            if g.dynamic_sampling == "off" or _varies(grp, g):
+                groups.append(grp)
+        if g.dynamic_sampling != "refill":
+            break
+    groups = groups[: g.num_prompts_per_step]
+    all_trajs = [t for grp in sampled for t in grp.trajectories]
+    metrics.update(rollout_metrics(all_trajs, "train"))
+    sampled_rewards = torch.tensor([_reward(t, g) for t in all_trajs], dtype=torch.float64)
+    sampled_gids = torch.tensor([i for i, grp in enumerate(sampled) for _ in grp.trajectories], dtype=torch.long)
+    metrics["train/zero_variance_groups"] = float(zero_variance_groups(sampled_rewards, sampled_gids).float().mean())
+    metrics["train/groups_used"] = float(len(groups))
+    metrics["train/dynamic_sampling_batches"] = float(batches)
+    metrics["train/sampled_tokens"] = float(sampled_tokens)
+    metrics["train/generation_tokens_per_s"] = sampled_tokens / timing["generation"] if timing["generation"] > 0 else 0.0
+
+    # 2. Advantages.
+    t0 = time.perf_counter()
+    trajs = [t for grp in groups for t in grp.trajectories]
+    advantages = torch.zeros(0)
+    if trajs:
+        rewards = torch.tensor([_reward(t, g) for t in trajs], dtype=torch.float64)
+        gids = torch.tensor([i for i, grp in enumerate(groups) for _ in grp.trajectories], dtype=torch.long)
+        advantages = group_advantages(rewards, gids, baseline=g.baseline, scale=g.scale, eps=g.advantage_eps,
+                                      clip=g.advantage_clip)
+        if g.invalid_call_advantage is not None:
+            flagged = torch.tensor([invalid_calls(t) > 0 for t in trajs])
+            advantages = torch.where(flagged, torch.full_like(advantages, g.invalid_call_advantage), advantages)
+        metrics["train/advantage_mean"] = float(advantages.mean())
+        metrics["train/advantage_abs_mean"] = float(advantages.abs().mean())
+    timing["scoring"] += time.perf_counter() - t0
+
+    # 3. Training rows from the token ledger, and the update.
+    rows, row_adv, broken = _rows(trajs, advantages, policy)
+    metrics["train/broken_rollouts"] = float(broken)
+    metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))
+    t0 = time.perf_counter()
+    update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference)
+    scheduler.step()
+    metrics.update(update)
+    timing["training"] = time.perf_counter() - t0
+    metrics["train/lr"] = float(optimizer.param_groups[0]["lr"])
+    for k, v in timing.items():
+        metrics[f"time/{k}_s"] = v
+    metrics["time/step_s"] = time.perf_counter() - t_step
+
+    # 4. The step's rollouts, in the eval row format, grouped.
+    adv_of = {id(t): float(a) for t, a in zip(trajs, advantages.tolist())}
+    writer.write(step, [(grp.task, t, grp.group_id, {"advantage": adv_of.get(id(t)), "used_for_update": id(t) in adv_of,
+                                                       "invalid_calls": invalid_calls(t)})
+                        for grp in sampled for t in grp.trajectories])
+    return metrics
+
+
+def _reward(traj: Trajectory, g: Any) -> float:
+    r = float(traj.reward) if traj.reward is not None else 0.0
+    if g.invalid_call_penalty and invalid_calls(traj):
+        r -= g.invalid_call_penalty
+    return r
+
+
+def _varies(grp: Group, g: Any) -> bool:
+    rewards = [_reward(t, g) for t in grp.trajectories]
+    return max(rewards) - min(rewards) > g.advantage_eps
+
+
+def _rows(trajs: Sequence[Trajectory], advantages: Any, policy: Any) -> tuple[list[Any], list[float], int]:
+    """Ledger rows of the rollouts that can be trained on; the others are counted."""
+    from officegym.train.ledger import ledger_row
+
+    template = getattr(policy, "template_name", None) or None
+    rows, adv, broken = [], [], 0
+    for traj, a in zip(trajs, advantages.tolist()):
+        try:
+            row = ledger_row(traj, template=template)
+        except (TemplateMismatchError, ValueError):
+            broken += 1
+            continue
+        if row.sampled_tokens == 0:
+            broken += 1
+            continue
+        rows.append(row)
+        adv.append(a)
+    return rows, adv, broken
+
+
+def _forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: float, want_logits: bool = False) -> tuple[Any, Any, int]:
+    """Log-probs of the batch's ids (aligned with them), computing logits only from the first
+    trained position on: a long tool-laden prompt never materialises its vocabulary-wide logits."""
+    from officegym.train.losses import token_logprobs
+
+    ids, attn, mask = batch["input_ids"], batch["attention_mask"], batch["loss_mask"]
+    length = ids.shape[1]
+    trained = mask.bool().any(dim=0).nonzero()
+    first = int(trained[0]) if trained.numel() else length - 1
+    first = max(1, first)
+    keep = length - first + 1
+    with tm.autocast():
+        out = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False)
+    logits = out.logits[:, -keep:]
+    lp = token_logprobs(logits, ids[:, length - keep :], temperature=temperature)
+    return lp, (logits if want_logits else None), length - keep
+
+
+def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float], optimizer: Any, params: Sequence[Any],
+            policy: Any, reference: Any) -> dict[str, float]:
+    import torch
+
+    from officegym.train.ledger import collate
+    from officegym.train.losses import entropy_from_logits, global_normaliser, policy_loss
+
+    g, loss_cfg = cfg.grpo, cfg.grpo.loss
+    out = {"train/loss": 0.0, "train/clip_fraction": 0.0, "train/ratio_mean": 1.0, "train/ratio_max": 1.0, "train/kl": 0.0,
+           "train/entropy": 0.0, "train/grad_norm": 0.0, "train/trained_tokens": 0.0, "train/train_tokens_per_s": 0.0,
+           "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0}
+    if not rows:
+        return out
+    temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
+    pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths together: less padding
+    micro = [order[i : i + g.micro_batch_size] for i in range(0, len(order), g.micro_batch_size)]
+    batches = []
+    for idx in micro:
+        b = {k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()}
+        b["advantages"] = torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)
+        batches.append(b)
+    aggregation = loss_cfg.aggregation
+    if aggregation == "constant":
+        normaliser = loss_cfg.constant_normaliser or float(len(rows) * max(int(b["loss_mask"].sum(1).max()) for b in batches))
+    else:
+        normaliser = global_normaliser([b["loss_mask"] for b in batches], aggregation)
+    use_sampler = cfg.backend == "vllm" or loss_cfg.is_cap is not None
+    tokens_total = sum(int(b["attention_mask"].sum()) for b in batches)
+    # Old log-probs (mu > 1) and reference log-probs (KL), computed once before any update.
+    with torch.no_grad():
+        for b in batches:
+            if g.mu > 1:
+                b["old"], _, b["offset"] = _forward_logprobs(tm.model, tm, b, temperature)
+            if loss_cfg.kl_beta > 0:
+                if tm.lora:
+                    with tm.reference():
+                        b["ref"], _, _ = _forward_logprobs(tm.model, tm, b, temperature)
+                else:
+                    b["ref"], _, _ = _forward_logprobs(reference, tm, b, temperature)
+    t0 = time.perf_counter()
+    sums = {"loss": 0.0, "clip": 0.0, "ratio": 0.0, "kl": 0.0, "ent": 0.0, "diff": 0.0, "isw": 0.0, "tok": 0}
+    ratio_max = 1.0
+    grad_norm = 0.0
+    for epoch in range(g.mu):
+        optimizer.zero_grad(set_to_none=True)
+        last = epoch == g.mu - 1
+        for b in batches:
+            lp, logits, offset = _forward_logprobs(tm.model, tm, b, temperature, want_logits=last and loss_cfg.entropy)
+            mask = b["loss_mask"][:, offset:]
+            old = b["old"][:, -lp.shape[1]:] if "old" in b else lp.detach()
+            ref = b["ref"][:, -lp.shape[1]:] if "ref" in b else None
+            sampler = b["sampler_logprobs"][:, offset:] if use_sampler else None
+            res = policy_loss(lp, old, b["advantages"], mask, eps_low=loss_cfg.eps_low, eps_high=loss_cfg.eps_high,
+                              dual_clip=loss_cfg.dual_clip, aggregation=aggregation, normaliser=normaliser,
+                              ref_logprobs=ref, kl_beta=loss_cfg.kl_beta, sampler_logprobs=sampler, is_cap=loss_cfg.is_cap)
+            res.loss.backward()
+            if last:
+                n = res.tokens
+                sums["loss"] += float(res.loss.detach())
+                sums["clip"] += res.clip_fraction * n
+                sums["ratio"] += res.ratio_mean * n
+                sums["kl"] += res.kl * n
+                sums["isw"] += res.is_weight_mean * n
+                sums["tok"] += n
+                ratio_max = max(ratio_max, res.ratio_max)
+                with torch.no_grad():
+                    m = mask.bool()
+                    sampler_lp = b["sampler_logprobs"][:, offset:]
+                    sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
+                    if logits is not None:
+                        sums["ent"] += float(entropy_from_logits(logits.detach(), mask)) * n
+        grad_norm = grad_norm_and_clip(params, cfg.optim.grad_clip)
+        optimizer.step()
+    train_seconds = time.perf_counter() - t0
+    n = max(1, sums["tok"])
+    out.update({
+        "train/loss": sums["loss"], "train/clip_fraction": sums["clip"] / n, "train/ratio_mean": sums["ratio"] / n,
+        "train/ratio_max": ratio_max, "train/kl": sums["kl"] / n, "train/entropy": sums["ent"] / n,
+        "train/grad_norm": grad_norm, "train/trained_tokens": float(sums["tok"]),
+        "train/train_tokens_per_s": tokens_total * g.mu / train_seconds if train_seconds > 0 else 0.0,
+        "train/sampler_logprob_abs_diff": sums["diff"] / n, "train/is_weight_mean": sums["isw"] / n,
+    })
+    return out

@@ -1,0 +1,281 @@
+"""The model being trained: loading (full or LoRA), precision, saving, and the policy that samples
+from it.
+
+Precision: the weights (the optimiser's master copy) are always float32. `precision: bf16` runs the
+forward passes under torch.autocast(bfloat16); `auto` does so on a GPU that supports bf16 and stays
+float32 on CPU (CPU autocast is slower than float32 on most machines; ask for it with bf16).
+
+Generation shares the trained module: `generation_policy` wraps it in an HFPolicy (no copy, no
+sync; the policy sees every optimiser step at once) or, with backend vllm, starts a VLLMPolicy
+whose weights are pushed after each update (`push_weights`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from officegym.train.config import LoraConfig, ModelConfig, RunConfig
+
+
+class ModelSetupError(RuntimeError):
+    """The model, its tokenizer or the adapter could not be set up; the message says why."""
+
+
+def resolve_device(option: str) -> str:
+    import torch
+
+    if option == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if option == "cuda" and not torch.cuda.is_available():
+        raise ModelSetupError("model.device=cuda but torch sees no CUDA device; use cpu or auto")
+    return option
+
+
+def autocast_dtype(precision: str, device: str) -> Any:
+    """The autocast dtype for `precision` on `device`, or None for plain float32."""
+    import torch
+
+    if precision == "fp32":
+        return None
+    if precision == "bf16":
+        if device == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ModelSetupError("model.precision=bf16 but this GPU does not support bfloat16; use fp32")
+        return torch.bfloat16
+    return torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else None
+
+
+@dataclass
+class TrainModel:
+    """The trainable module (a PeftModel under LoRA), its tokenizer and how to run it."""
+
+    model: Any
+    tokenizer: Any
+    device: Any
+    amp_dtype: Any  # torch dtype for autocast, or None
+    path: Path | str
+    lora: bool
+
+    def autocast(self) -> Any:
+        import torch
+
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    @property
+    def base(self) -> Any:
+        """The transformers model (under LoRA: the base model with the adapter layers injected)."""
+        return self.model.get_base_model() if self.lora else self.model
+
+    def trainable_parameters(self) -> list[Any]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def reference(self) -> Any:
+        """Context in which the module computes the reference policy: the adapter disabled (LoRA)."""
+        if not self.lora:
+            raise ModelSetupError("a reference model without LoRA is a frozen copy: use reference_copy()")
+        return self.model.disable_adapter()
+
+    def reference_copy(self) -> Any:
+        """A frozen copy of the current weights (KL to the starting point without LoRA)."""
+        import copy
+
+        ref = copy.deepcopy(self.base)
+        ref.requires_grad_(False)
+        ref.eval()
+        return ref
+
+    # -----------------------------------------------------------------------------------------------
+    # Weights in and out
+
+    def hf_weights(self) -> list[tuple[str, Any]]:
+        """(name, tensor) pairs under the base model's checkpoint names; under LoRA the adapter is
+        merged into them (merged, copied, unmerged: the trained module is left as it was)."""
+        import torch
+
+        with torch.no_grad():
+            if not self.lora:
+                return [(n, p.detach().clone()) for n, p in self.base.state_dict().items()]
+            self.model.merge_adapter()
+            try:
+                out = []
+                for name, tensor in self.base.state_dict().items():
+                    if "lora_" in name:
+                        continue
+                    out.append((name.replace(".base_layer", ""), tensor.detach().clone()))
+                return out
+            finally:
+                self.model.unmerge_adapter()
+
+    def save_trainable(self, directory: Path) -> None:
+        """What a checkpoint needs to restore the weights: the adapter (LoRA) or the whole model
+        (a directory `hf:` can load)."""
+        if self.lora:
+            self.model.save_pretrained(directory / "adapter")
+        else:
+            self.model.save_pretrained(directory / "model")
+            self.tokenizer.save_pretrained(directory / "model")
+
+    def load_trainable(self, directory: Path) -> None:
+        from safetensors.torch import load_file
+
+        if self.lora:
+            from peft import set_peft_model_state_dict
+
+            files = sorted((directory / "adapter").glob("*.safetensors"))
+            if not files:
+                raise ModelSetupError(f"{directory / 'adapter'} holds no adapter weights")
+            state: dict[str, Any] = {}
+            for f in files:
+                state.update(load_file(str(f), device=str(self.device)))
+            result = set_peft_model_state_dict(self.model, state)
+            unexpected = getattr(result, "unexpected_keys", [])
+            if unexpected:
+                raise ModelSetupError(f"the adapter in {directory} does not fit this model: {unexpected[:3]}")
+            return
+        files = sorted((directory / "model").glob("*.safetensors"))
+        if not files:
+            raise ModelSetupError(f"{directory / 'model'} holds no safetensors weights")
+        state = {}
+        for f in files:
+            state.update(load_file(str(f), device=str(self.device)))
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        tied = {n for n in missing if _is_tied(self.model, n)}
+        if unexpected or set(missing) - tied:
+            raise ModelSetupError(f"the weights in {directory} do not fit this model: missing {sorted(set(missing) - tied)[:3]}, "
+                                  f"unexpected {unexpected[:3]}")
+
+    def export(self, directory: Path) -> Path:
+        """A standalone model directory (merged weights, tokenizer) that `hf:DIR` loads; atomic."""
+        from transformers import AutoModelForCausalLM
+
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+        try:
+            if self.lora:
+                fresh = AutoModelForCausalLM.from_config(self.base.config)
+                missing, unexpected = fresh.load_state_dict(dict(self.hf_weights()), strict=False)
+                if unexpected or [n for n in missing if not _is_tied(fresh, n)]:
+                    raise ModelSetupError(f"merging the adapter gave mismatched weights: {missing[:3]} {unexpected[:3]}")
+                fresh.save_pretrained(tmp)
+            else:
+                self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            (tmp / "officegym-export.json").write_text(json.dumps({"source": str(self.path), "lora_merged": self.lora,
+                                                                    "time": time.time()}) + "\n")
+            if directory.exists():
+                old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+                os.replace(directory, old)
+                shutil.rmtree(old, ignore_errors=True)
+            os.replace(tmp, directory)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return directory
+
+
+def _is_tied(model: Any, name: str) -> bool:
+    """Whether `name` is a parameter shared with another one (tied embeddings), so that a
+    checkpoint may leave it out."""
+    params = dict(model.named_parameters(remove_duplicate=False))
+    p = params.get(name)
+    if p is None:
+        return False
+    return sum(1 for q in params.values() if q is p) > 1
+
+
+def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0) -> TrainModel:
+    """Load the tokenizer and a float32 model on the configured device, wrap it with LoRA when
+    asked (initialised from `seed`)."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise ModelSetupError(f"training needs torch and transformers ({exc}): pip install 'officegym[train]'") from None
+    from officegym.agent.models import ModelResolutionError, resolve_model
+
+    if model_cfg.threads:
+        torch.set_num_threads(model_cfg.threads)
+    try:
+        path = resolve_model(model_cfg.name)
+    except ModelResolutionError as exc:
+        raise ModelSetupError(str(exc)) from None
+    device = resolve_device(model_cfg.device)
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise ModelSetupError(f"could not load {str(path)!r}: {exc} (offline, pass a local model directory or smollm2-135m)") from None
+    model.to(device)
+    if model_cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+    is_lora = lora_cfg.enabled
+    if is_lora:
+        try:
+            from peft import LoraConfig as PeftLoraConfig
+            from peft import get_peft_model
+        except ImportError:
+            raise ModelSetupError("lora.enabled needs peft: pip install peft (or 'officegym[train]')") from None
+        torch.manual_seed(seed)
+        peft_cfg = PeftLoraConfig(r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
+                                  target_modules=lora_cfg.target_modules, task_type="CAUSAL_LM")
+        model = get_peft_model(model, peft_cfg)
+        if model_cfg.gradient_checkpointing:
+            model.enable_input_require_grads()
+    return TrainModel(model=model, tokenizer=tok, device=torch.device(device),
+                      amp_dtype=autocast_dtype(model_cfg.precision, device), path=path, lora=is_lora)
+
+
+def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
+    """The policy that samples rollouts: the trained module itself (hf) or a vLLM engine (vllm)."""
+    from officegym.agent.hf import HFPolicy
+
+    if cfg.backend == "vllm":
+        from officegym.agent.vllm_backend import VLLMPolicy
+
+        options = {"gpu_memory_utilization": cfg.vllm.gpu_memory_utilization, "max_model_len": cfg.vllm.max_model_len,
+                   "enable_sleep_mode": cfg.vllm.enable_sleep_mode or None, **cfg.vllm.extra}
+        policy = VLLMPolicy(str(tm.path), chat_template=cfg.model.chat_template, **options)
+        policy.name = f"vllm:{tm.path}"
+        return policy
+    amp = None if tm.amp_dtype is None else str(tm.amp_dtype).removeprefix("torch.")
+    return HFPolicy.from_module(tm.base, tm.tokenizer, name=f"hf:{cfg.model.name}", threads=cfg.model.threads,
+                                batch_size=cfg.rollout.batch_size, chat_template=cfg.model.chat_template,
+                                autocast_dtype=amp)
+
+
+def push_weights(policy: Any, tm: TrainModel, version: Any) -> bool:
+    """After an update: a vLLM engine gets the new weights (merged under LoRA); an HF policy that
+    shares the module needs nothing. Returns whether weights were sent."""
+    sync = getattr(policy, "sync_weights", None)
+    if sync is None:
+        return False
+    if getattr(policy, "synced_version", None) == version:
+        return False
+    return bool(sync(tm.hf_weights(), version=version))
+
+
+def token_renderer(tm: TrainModel, cfg: RunConfig) -> Any:
+    """An HFPolicy over the trained module used for rendering and tokenising conversations (SFT),
+    with the same template and ledger rules as generation."""
+    from officegym.agent.hf import HFPolicy
+
+    return HFPolicy.from_module(tm.base, tm.tokenizer, name=f"hf:{cfg.model.name}", threads=cfg.model.threads,
+                                batch_size=cfg.rollout.batch_size, chat_template=cfg.model.chat_template)
+
+
+def iter_named_trainable(tm: TrainModel) -> Iterator[tuple[str, Any]]:
+    for name, p in tm.model.named_parameters():
+        if p.requires_grad:
+            yield name, p

@@ -1,0 +1,181 @@
+"""Rollouts for training and validation: the agent loop with the trained policy, timed by phase,
+scored by the environment, and written out in the eval row format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.policy import SamplingParams
+from officegym.core.task import Task
+from officegym.core.trajectory import Trajectory
+from officegym.eval.rows import rollout_row
+from officegym.train.config import RunConfig
+from officegym.train.runtime import EpisodeBudget
+from officegym.train.tracking import truncate_jsonl
+
+ROLLOUTS = "rollouts.jsonl"
+
+
+class TimedEnvironment:
+    """An environment whose verify calls are timed apart (scoring) from sessions and tool calls."""
+
+    def __init__(self, env: Any):
+        self.env = env
+        self.name = env.name
+        self.write_tools = getattr(env, "write_tools", None)
+        self.verify_seconds = 0.0
+
+    def tools(self, task: Task | None = None) -> Any:
+        return self.env.tools(task)
+
+    def session(self, task: Task | None = None) -> Any:
+        return self.env.session(task)
+
+    def verify(self, task: Task, calls: Any, mode: str | None = None) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.env.verify(task, calls, mode)
+        finally:
+            self.verify_seconds += time.perf_counter() - t0
+
+
+class TimedReward:
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.seconds = 0.0
+
+    def __call__(self, task: Task, traj: Trajectory, verdict: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.fn(task, traj, verdict)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+def make_reward_fn(spec: Any, env: Any) -> Any:
+    """None for the plain binary outcome (the loop uses the verdict), else an officegym reward."""
+    if spec in ("binary", "outcome"):
+        return None
+    from officegym.rewards import make_reward
+
+    return make_reward(spec, writes=getattr(env, "write_tools", None))
+
+
+def invalid_calls(traj: Trajectory) -> int:
+    """Malformed call fragments plus calls that could not run (bad JSON arguments, unknown tool,
+    bad arguments): what an invalid-tool-call penalty punishes. A tool's own refusal ("Email not
+    found.") is an answer, not an invalid call."""
+    n = 0
+    for turn in traj.turns:
+        n += len(turn.invalid)
+        n += sum(1 for e in turn.executions if e.call.parse_error is not None or e.status in ("error", "invalid"))
+    return n
+
+
+def loop_config(cfg: RunConfig, temperature: float, seed: int | None = None) -> LoopConfig:
+    r = cfg.rollout
+    params = SamplingParams(temperature=temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens_per_turn, seed=seed)
+    return LoopConfig(max_steps=r.max_steps, max_tool_output_chars=r.max_tool_output_chars, mode=cfg.data.verify_mode,
+                      params=params)
+
+
+@dataclass
+class RolloutBatch:
+    trajectories: list[Trajectory]
+    wall_seconds: float
+    generation_seconds: float
+    env_seconds: float
+    scoring_seconds: float
+    sampled_tokens: int
+
+
+def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
+            reward_fn: Any = None, on_done: Any = None) -> RolloutBatch:
+    """Run the jobs through the agent loop (one policy call per turn for all of them) and time it."""
+    timed_env = TimedEnvironment(env)
+    timed_reward = TimedReward(reward_fn) if reward_fn is not None else None
+    budget = EpisodeBudget(policy, cfg.rollout.max_new_tokens_per_episode)
+    stats = getattr(policy, "stats", {})
+    gen_before = float(stats.get("seconds", 0.0))
+    t0 = time.perf_counter()
+    trajs = asyncio.run(run_rollouts(timed_env, list(jobs), budget, loop_config(cfg, temperature), timed_reward,
+                                     concurrency=cfg.rollout.concurrency, max_batch=max(1, len(jobs)), on_done=on_done))
+    wall = time.perf_counter() - t0
+    generation = float(stats.get("seconds", 0.0)) - gen_before
+    scoring = timed_env.verify_seconds + (timed_reward.seconds if timed_reward is not None else 0.0)
+    env_seconds = max(0.0, sum(t.env_seconds for t in trajs) - timed_env.verify_seconds)
+    if not stats:  # a policy without timing stats: what the environment did not take
+        generation = max(0.0, wall - env_seconds - scoring)
+    sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
+    return RolloutBatch(trajs, wall, generation, env_seconds, scoring, sampled)
+
+
+def rollout_metrics(trajs: Sequence[Trajectory], prefix: str) -> dict[str, float]:
+    """Reward, accuracy, invalid-call rate, turns and stop reasons of a set of rollouts."""
+    import statistics
+
+    if not trajs:
+        return {}
+    rewards = [float(t.reward or 0.0) for t in trajs]
+    matched = [1.0 if (t.verdict or {}).get("matched") else 0.0 for t in trajs]
+    out = {
+        f"{prefix}/reward_mean": statistics.fmean(rewards),
+        f"{prefix}/reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+        f"{prefix}/accuracy": statistics.fmean(matched),
+        f"{prefix}/invalid_call_rate": statistics.fmean(1.0 if invalid_calls(t) else 0.0 for t in trajs),
+        f"{prefix}/turns_per_rollout": statistics.fmean(len(t.turns) for t in trajs),
+        f"{prefix}/sampled_tokens_per_rollout": statistics.fmean(sum(x.completion_tokens for x in t.turns) for t in trajs),
+        f"{prefix}/backend_errors": float(sum(1 for t in trajs if t.error)),
+    }
+    for reason in ("answered", "max_steps", "length", "error"):
+        out[f"{prefix}/stop_{reason}"] = statistics.fmean(1.0 if t.stop_reason == reason else 0.0 for t in trajs)
+    components: dict[str, list[float]] = {}
+    for t in trajs:
+        for k, v in (t.reward_components or {}).items():
+            components.setdefault(k, []).append(float(v))
+    for k, vs in components.items():
+        out[f"{prefix}/reward_{k}"] = statistics.fmean(vs)
+    return out
+
+
+def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, reward_fn: Any = None) -> tuple[dict[str, float], list[Trajectory]]:
+    """Task accuracy of the current policy on the held-out tasks, through the agent loop."""
+    if not tasks:
+        return {}, []
+    jobs = [(t, s) for t in tasks for s in range(cfg.validation.samples)]
+    batch = collect(env, jobs, policy, cfg, cfg.validation.temperature, reward_fn)
+    metrics = rollout_metrics(batch.trajectories, "val")
+    metrics["time/validation_s"] = batch.wall_seconds
+    return metrics, batch.trajectories
+
+
+class RolloutWriter:
+    """Appends every training rollout to run_dir/rollouts.jsonl in `officegym eval`'s row format,
+    with `officegym.step`, `officegym.group_id` (task id @ step) and the advantage it got."""
+
+    def __init__(self, run_dir: Path, enabled: bool = True):
+        self.path = Path(run_dir) / ROLLOUTS
+        self.enabled = enabled
+
+    def drop_after(self, step: int) -> int:
+        """On resume: forget rollouts of steps after the checkpoint (they will be redone)."""
+        return truncate_jsonl(self.path, lambda row: int((row.get("officegym") or {}).get("step", 0)) <= step)
+
+    def write(self, step: int, items: Sequence[tuple[Task, Trajectory, str, dict[str, Any]]]) -> None:
+        if not self.enabled or not items:
+            return
+        lines = []
+        for task, traj, group_id, extra in items:
+            row = rollout_row(task, traj)
+            row["officegym"].update(step=step, group_id=group_id, **extra)
+            lines.append(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write("".join(lines))
+            fh.flush()
