@@ -1,0 +1,140 @@
+"""The generation loop: propose from every (world, template) in turn, validate, dedup, keep.
+
+Deterministic for a seed: each (world, template) has its own random stream and the visiting order
+of every round comes from the seed, so asking for more tasks only appends to the list.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from officegym.sdg.dedup import Deduper
+from officegym.sdg.difficulty import difficulty
+from officegym.sdg.validate import Candidate, Sandbox, validate
+
+
+class TemplateError(Exception):
+    """A template raised something other than "nothing to ask here" (a bug in the template)."""
+
+
+class Source(Protocol):
+    """Proposes candidates for one world."""
+
+    world_id: str
+    sandbox: Sandbox
+
+    def template_ids(self) -> list[str]: ...
+
+    def weight(self, template_id: str) -> int:
+        """How many draws per round the template gets (conditional templates get more, so that
+        enough do-nothing tasks come out)."""
+        ...
+
+    def propose(self, template_id: str, rng: random.Random) -> Candidate | None:
+        """A candidate, or None when the world offers nothing for this draw; raises TemplateError."""
+        ...
+
+
+@dataclass
+class Accepted:
+    candidate: Candidate
+    reads: int
+    writes: int
+    difficulty: int
+
+    @property
+    def do_nothing(self) -> bool:
+        return self.writes == 0
+
+
+@dataclass
+class GenerationReport:
+    accepted: list[Accepted] = field(default_factory=list)
+    rejected: Counter = field(default_factory=Counter)       # reason -> count
+    rejected_by_template: Counter = field(default_factory=Counter)  # (template, reason) -> count
+    empty_draws: Counter = field(default_factory=Counter)    # template -> draws with nothing to ask
+    examples: dict[str, str] = field(default_factory=dict)   # reason -> one detail, for the card
+    do_nothing: int = 0
+    attempts: int = 0
+    seconds: float = 0.0
+    exhausted: list[str] = field(default_factory=list)       # world/template pairs that stopped yielding
+
+
+def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
+             do_nothing_max: float = 0.2, on_accept: Callable[[Accepted], None] | None = None) -> GenerationReport:
+    """Up to `n` validated, unique tasks. A (world, template) pair retires after `patience` draws
+    in a row that give nothing new; generation ends early when every pair has retired. Tasks whose
+    right answer is to do nothing are kept to at most `do_nothing_max` of the total."""
+    report = GenerationReport()
+    start = time.perf_counter()
+    dedup = Deduper()
+    slots = [(s, t) for s in sources for t in s.template_ids() for _ in range(max(1, s.weight(t)))]
+    rngs = {(s.world_id, t): random.Random(f"{seed}/{s.world_id}/{t}") for s, t in slots}
+    misses = Counter()
+    live = list(range(len(slots)))
+    retired: set[tuple[str, str]] = set()
+    round_no = 0
+    while live and len(report.accepted) < n:
+        order = list(live)
+        random.Random(f"{seed}/round/{round_no}").shuffle(order)
+        round_no += 1
+        for i in order:
+            if len(report.accepted) >= n:
+                break
+            source, tid = slots[i]
+            key = (source.world_id, tid)
+            if key in retired:
+                continue
+            report.attempts += 1
+            kept = _attempt(source, tid, rngs[key], dedup, report, do_nothing_max)
+            if kept is None:
+                misses[key] += 1
+                if misses[key] >= patience:
+                    retired.add(key)
+                    live = [j for j in live if (slots[j][0].world_id, slots[j][1]) not in retired]
+                    report.exhausted.append(f"{source.world_id}/{tid}")
+            else:
+                misses[key] = 0
+                if on_accept:
+                    on_accept(kept)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, report: GenerationReport,
+             do_nothing_max: float) -> Accepted | None:
+    def reject(reason: str, detail: str) -> None:
+        report.rejected[reason] += 1
+        report.rejected_by_template[(tid, reason)] += 1
+        report.examples.setdefault(reason, f"{tid}: {detail}")
+
+    try:
+        cand = source.propose(tid, rng)
+    except TemplateError as exc:
+        reject("template_error", str(exc))
+        return None
+    if cand is None:
+        report.empty_draws[tid] += 1
+        return None
+    dup = dedup.reason(cand.template, cand.query, cand.calls)
+    if dup:
+        reject(dup, cand.query)
+        return None
+    writes = sum(source.sandbox.is_write(c.name) for c in cand.calls)
+    if writes == 0 and report.accepted and report.do_nothing / len(report.accepted) >= do_nothing_max:
+        return None  # enough do-nothing tasks for now; not a defect, so not counted as a rejection
+    problem = validate(cand, source.sandbox)
+    if problem:
+        reject(problem.reason, problem.detail)
+        return None
+    dedup.add(cand.template, cand.query, cand.calls)
+    reads = len(cand.calls) - writes
+    kept = Accepted(cand, reads, writes, difficulty(reads, writes, len(cand.domains), cand.conditions, cand.date_steps))
+    report.accepted.append(kept)
+    report.do_nothing += writes == 0
+    return kept
