@@ -1,0 +1,381 @@
+"""Flag the rollouts a human should look at, each with its reasons, ranked by priority.
+
+Humans are wanted where the verifier or the task may be wrong, which is not where GRPO learns
+(sdg_roles_review.md 4.2). Per group of K samples of a task:
+
+- oracle_fails: every sample fails and the task's oracle plan also fails on replay (a call errors,
+  or it does not verify): a task or verifier bug. All fail with a sound oracle is a training
+  problem (the policy is too weak), counted but not queued.
+- all_fail_unchecked: every sample fails and no environment was there to replay the oracle.
+- all_pass_hard: every sample passes a task of difficulty >= `hard_difficulty`.
+- distinct_rewarded_states: rewarded samples leave different end states (compared strictly:
+  letter case kept): the verifier may be too lenient. One item per distinct state.
+Per rollout:
+- verifier_error: no verdict, no numeric reward, a verdict that says it errored or abstained, the
+  verifier raising on a re-verify, or a re-verify that disagrees with the recorded verdict.
+- near_threshold: the reward (over `reward_max`) in the partial-credit band, or an efficiency-like
+  component just under 1.
+- odd_high_reward: a high reward with many invalid calls, far more calls than the ground truth, or
+  no call at all where the ground truth has some.
+- modes_disagree: the two verification modes disagree on this rollout.
+- random_audit: a seeded, uniform share of all rollouts, to measure the verifier's precision.
+
+An item's priority is the sum of its reasons' weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.core.protocols import Environment
+from officegym.core.task import Task, TaskFormatError
+from officegym.review.replay import oracle_calls, state_fingerprint
+from officegym.review.rows import Group, RolloutRef, group_rows, read_run
+from officegym.review.store import Store
+from officegym.review.worlds import Environments, WorldSpecError, spec_for_run
+
+REASONS: dict[str, str] = {
+    "oracle_fails": "every sample fails and the oracle fails on replay too: task or verifier bug",
+    "verifier_error": "the verifier errored, abstained, or disagrees with a fresh verify",
+    "distinct_rewarded_states": "different end states all got full reward: verifier too lenient?",
+    "all_pass_hard": "every sample passes a hard task: verifier too lenient?",
+    "odd_high_reward": "high reward with an odd trajectory (invalid calls, far too long, or no calls)",
+    "all_fail_unchecked": "every sample fails; the oracle could not be replayed",
+    "near_threshold": "reward near a threshold (partial credit, near-optimal ratio)",
+    "modes_disagree": "the outcome and nemo_gym verification modes disagree",
+    "random_audit": "uniform random audit of the verifier's precision",
+}
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "oracle_fails": 10.0,
+    "verifier_error": 8.0,
+    "distinct_rewarded_states": 6.0,
+    "all_pass_hard": 5.0,
+    "odd_high_reward": 5.0,
+    "all_fail_unchecked": 4.0,
+    "near_threshold": 3.0,
+    "modes_disagree": 2.0,
+    "random_audit": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class FlagConfig:
+    """Thresholds and weights of the flagging rules (see the module docstring)."""
+
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    hard_difficulty: float = 7  # difficulty is 1-10
+    partial_band: tuple[float, float] = (0.4, 0.6)
+    ratio_band: tuple[float, float] = (0.98, 1.0)  # [lo, hi)
+    ratio_components: tuple[str, ...] = ("efficiency", "optimality", "optimality_ratio")
+    reward_max: float | None = None  # None: max(1, the largest reward in the run)
+    high_reward: float = 0.9  # a share of reward_max
+    invalid_calls: int = 2
+    length_ratio: float = 3.0  # calls > max(length_ratio * gt calls, gt calls + length_slack)
+    length_slack: int = 4
+    audit_share: float = 0.05
+    seed: int = 0
+    replay: bool = True  # replay oracles, re-verify and compare end states (needs environments)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.weights) - set(REASONS))
+        if unknown:
+            raise ValueError(f"unknown flag reason(s) {', '.join(unknown)}; known: {', '.join(REASONS)}")
+        if not 0.0 <= self.audit_share <= 1.0:
+            raise ValueError(f"audit_share must be in [0, 1], got {self.audit_share}")
+        object.__setattr__(self, "weights", {**DEFAULT_WEIGHTS, **self.weights})
+
+
+@dataclass
+class Reason:
+    code: str
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass
+class FlaggedItem:
+    """A rollout queued for review: its key, row, reasons, priority and its group's summary."""
+
+    key: str
+    ref: RolloutRef
+    sample_index: int
+    group: dict[str, Any]
+    reasons: list[Reason] = field(default_factory=list)
+    priority: float = 0.0
+
+
+@dataclass
+class FlagReport:
+    items: list[FlaggedItem]
+    rollouts: int
+    groups: int
+    by_reason: dict[str, int]
+    training_only: int  # groups where all fail but the oracle passes (too hard, not a human item)
+    problems: list[str]
+
+
+EnvFor = Callable[[RolloutRef, Task], Environment | None]
+
+
+def audit_draw(seed: int, key: str) -> float:
+    """A uniform number in [0, 1) fixed by (seed, key), so that re-flagging picks the same items."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _difficulty(task: Task) -> float | None:
+    d = task.metadata.get("difficulty")
+    if isinstance(d, bool) or not isinstance(d, int | float):
+        try:
+            return float(d) if isinstance(d, str) else None
+        except ValueError:
+            return None
+    return float(d)
+
+
+def _calls_count(ref: RolloutRef) -> tuple[int, int]:
+    """(calls made, invalid ones: failed statuses plus malformed fragments)."""
+    status = ref.og.get("call_status") or []
+    frags = ref.og.get("invalid_fragments") or []
+    n = len(ref.calls())
+    return n + len(frags), sum(1 for s in status if s != "ok") + len(frags)
+
+
+def flag_rows(
+    rows: list[RolloutRef],
+    config: FlagConfig | None = None,
+    env_for: EnvFor | None = None,
+    run: str = "run",
+) -> FlagReport:
+    """Apply the rules to rows (all of one run); `env_for(ref, task)` gives the environment to
+    replay in, or None (the replay-based checks are then skipped or reported as unchecked)."""
+    config = config or FlagConfig()
+    problems: list[str] = []
+    groups = group_rows(rows)
+    reward_max = config.reward_max or max([1.0] + [r.reward for r in rows if r.reward is not None])
+    items: dict[str, FlaggedItem] = {}
+    training_only = 0
+
+    def item(g: Group, idx: int, ref: RolloutRef, summary: dict[str, Any]) -> FlaggedItem:
+        key = f"{run}|{g.key}|{idx}"
+        if key not in items:
+            items[key] = FlaggedItem(key, ref, idx, summary)
+        return items[key]
+
+    for g in groups:
+        tasks: list[Task | None] = []
+        for _, ref in g.samples:
+            try:
+                tasks.append(ref.task())
+            except TaskFormatError as exc:
+                problems.append(f"{ref.source}:{ref.line}: task row unreadable ({exc}); not flagged")
+                tasks.append(None)
+        if all(t is None for t in tasks):
+            continue
+        task = next(t for t in tasks if t is not None)
+        env = env_for(g.samples[0][1], task) if (env_for is not None and config.replay) else None
+        summary = {
+            "group": g.key,
+            "task_id": g.task_id,
+            "step": g.step,
+            "k": len(g.samples),
+            "passed": sum(ref.matched for _, ref in g.samples),
+            "samples": [
+                {"sample_index": idx, "reward": ref.reward, "matched": ref.matched, "key": f"{run}|{g.key}|{idx}"}
+                for idx, ref in g.samples
+            ],
+        }
+        live = [(idx, ref, t) for (idx, ref), t in zip(g.samples, tasks) if t is not None]
+
+        # Per rollout.
+        for idx, ref, t in live:
+            for reason in _rollout_reasons(ref, t, env, config, reward_max):
+                item(g, idx, ref, summary).reasons.append(reason)
+            key = f"{run}|{g.key}|{idx}"
+            if config.audit_share and audit_draw(config.seed, key) < config.audit_share:
+                item(g, idx, ref, summary).reasons.append(Reason("random_audit", f"drawn for a {config.audit_share:.0%} audit"))
+
+        # Per group.
+        first_idx, first_ref, _ = live[0]
+        if not any(ref.matched for _, ref, _ in live):
+            if env is None:
+                why = "no environment to replay it in" if config.replay else "replay turned off"
+                item(g, first_idx, first_ref, summary).reasons.append(
+                    Reason("all_fail_unchecked", f"0/{len(live)} samples pass; oracle not replayed ({why})"))
+            else:
+                bad = _oracle_problem(env, task)
+                if bad is None:
+                    training_only += 1
+                else:
+                    item(g, first_idx, first_ref, summary).reasons.append(
+                        Reason("oracle_fails", f"0/{len(live)} samples pass and the oracle fails: {bad}"))
+        elif all(ref.matched for _, ref, _ in live):
+            d = _difficulty(task)
+            if d is not None and d >= config.hard_difficulty and len(live) > 1:
+                item(g, first_idx, first_ref, summary).reasons.append(
+                    Reason("all_pass_hard", f"{len(live)}/{len(live)} samples pass a task of difficulty {d:g}"))
+        rewarded = [(idx, ref, t) for idx, ref, t in live if ref.matched]
+        if env is not None and len(rewarded) > 1:
+            states: dict[str, list[tuple[int, RolloutRef]]] = {}
+            for idx, ref, t in rewarded:
+                fp = state_fingerprint(env, t, ref.calls(), getattr(env, "write_tools", None))
+                states.setdefault(fp, []).append((idx, ref))
+            if len(states) > 1:
+                listing = "; ".join(
+                    f"state {n + 1}: samples {', '.join(str(i) for i, _ in members)}"
+                    for n, members in enumerate(states.values())
+                )
+                for members in states.values():
+                    idx, ref = members[0]
+                    item(g, idx, ref, summary).reasons.append(Reason(
+                        "distinct_rewarded_states",
+                        f"{len(states)} different end states all got full reward ({listing})"))
+
+    out = []
+    for it in items.values():
+        it.priority = sum(config.weights.get(r.code, 0.0) for r in it.reasons)
+        if it.reasons:
+            out.append(it)
+    out.sort(key=lambda it: (-it.priority, it.key))
+    by_reason = Counter(r.code for it in out for r in it.reasons)
+    return FlagReport(out, len(rows), len(groups), dict(by_reason), training_only, problems)
+
+
+def _oracle_problem(env: Environment, task: Task) -> str | None:
+    """Why the task's oracle plan fails on replay, or None when it replays cleanly and verifies."""
+    plan = oracle_calls(task)
+    try:
+        verdict = env.verify(task, plan)
+    except Exception as exc:  # a verifier crash on the oracle is exactly what this rule looks for
+        return f"the verifier raised {type(exc).__name__}: {exc}"
+    if verdict.invalid_calls:
+        first = verdict.invalid_calls[0]
+        return f"oracle call {first.index + 1} ({first.name}) fails: {first.error}"
+    if not verdict.matched:
+        return "the oracle plan does not verify against the ground truth"
+    return None
+
+
+def _rollout_reasons(
+    ref: RolloutRef, task: Task, env: Environment | None, config: FlagConfig, reward_max: float
+) -> list[Reason]:
+    out: list[Reason] = []
+    verdict = ref.verdict
+    reward = ref.reward
+    errors = []
+    if verdict is None:
+        errors.append("no verdict recorded")
+    else:
+        for key in ("error", "abstain", "abstained"):
+            if verdict.get(key):
+                errors.append(f"the verdict says {key}: {verdict[key]}")
+    if reward is None:
+        errors.append(f"reward is not a number ({ref.row.get('reward')!r})")
+    if env is not None:
+        mode = verdict.get("mode") if verdict else None
+        try:
+            fresh = env.verify(task, ref.calls(), mode)
+        except Exception as exc:  # a crash here is the signal, not a reason to stop flagging
+            errors.append(f"the verifier raised {type(exc).__name__}: {exc}")
+        else:
+            if verdict is not None and isinstance(verdict.get("matched"), bool) and fresh.matched != verdict["matched"]:
+                errors.append(f"recorded matched={verdict['matched']} but a fresh verify gives matched={fresh.matched}")
+    if errors:
+        out.append(Reason("verifier_error", "; ".join(errors)))
+
+    if reward is not None:
+        share = reward / reward_max if reward_max else reward
+        lo, hi = config.partial_band
+        near = []
+        if lo <= share <= hi:
+            near.append(f"reward {reward:g} is {share:.0%} of the maximum {reward_max:g}")
+        rlo, rhi = config.ratio_band
+        for name, value in (ref.og.get("reward_components") or {}).items():
+            is_ratio = name.rsplit("/", 1)[-1] in config.ratio_components and isinstance(value, int | float)
+            if is_ratio and rlo <= value < rhi:
+                near.append(f"{name} = {value:.4g}, just under 1")
+        if near:
+            out.append(Reason("near_threshold", "; ".join(near)))
+        if share >= config.high_reward:
+            n_calls, n_invalid = _calls_count(ref)
+            gt = len(task.ground_truth)
+            odd = []
+            if n_invalid >= config.invalid_calls:
+                odd.append(f"{n_invalid} invalid calls")
+            limit = max(config.length_ratio * gt, gt + config.length_slack)
+            if n_calls > limit:
+                odd.append(f"{n_calls} calls against {gt} in the ground truth")
+            if gt and n_calls == 0:
+                odd.append(f"no tool call, the ground truth has {gt}")
+            if odd:
+                out.append(Reason("odd_high_reward", f"reward {reward:g} with " + ", ".join(odd)))
+    if verdict is not None and verdict.get("modes_disagree"):
+        other = verdict.get("other_mode_reward")
+        out.append(Reason("modes_disagree", f"{verdict.get('mode')} gives {reward}, {verdict.get('other_mode')} gives {other}"))
+    return out
+
+
+@dataclass
+class FlagRunResult:
+    report: FlagReport
+    added: int
+    refreshed: int
+    world: dict[str, Any]
+
+
+def flag_run(
+    run_dir: Path,
+    store: Store,
+    config: FlagConfig | None = None,
+    world: str | Path | dict[str, Any] | None = None,
+    envs: Environments | None = None,
+    run: str | None = None,
+    round: int | None = None,
+    actor: str = "flagger",
+) -> FlagRunResult:
+    """Read a run folder, flag its rollouts and queue them in the store (re-flagging refreshes
+    reasons and priorities and keeps every decision already made)."""
+    run_dir = Path(run_dir)
+    spec = spec_for_run(run_dir, world)
+    envs = envs or Environments()
+    run = run or run_dir.resolve().name
+    read = read_run(run_dir)
+    problems = list(read.problems)
+    failed_worlds: dict[str, str] = {}
+
+    def env_for(ref: RolloutRef, task: Task) -> Environment | None:
+        mode = (ref.verdict or {}).get("mode")
+        try:
+            return envs.get(task.environment_name, spec, mode if isinstance(mode, str) else None)
+        except (WorldSpecError, KeyError, TypeError, ValueError) as exc:
+            failed_worlds.setdefault(str(exc), task.environment_name)
+            return None
+
+    report = flag_rows(read.rows, config, env_for, run)
+    problems += [f"no environment ({name}): {why}; replay-based checks skipped" for why, name in failed_worlds.items()]
+    report.problems = problems + report.problems
+    items = []
+    for it in report.items:
+        row = it.ref.row
+        try:
+            task = it.ref.task()
+            difficulty = _difficulty(task)
+            category = task.category
+        except TaskFormatError:
+            difficulty, category = None, row.get("category")
+        items.append({
+            "key": it.key, "run": run, "source": it.ref.source, "line": it.ref.line, "task_id": it.ref.task_id,
+            "step": it.ref.step, "sample_index": it.sample_index, "category": category, "difficulty": difficulty,
+            "reward": it.ref.reward, "priority": it.priority, "reasons": [r.to_dict() for r in it.reasons],
+            "row": row, "group": it.group, "world": spec,
+        })
+    added, refreshed = store.upsert_items(items, actor=actor, round=round)
+    return FlagRunResult(report, added, refreshed, spec)

@@ -1,0 +1,187 @@
+"""Replays for review: run calls in a fresh session, fingerprint the end state, check corrections."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from officegym.core.protocols import Environment
+from officegym.core.task import Task
+from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
+from officegym.core.types import ToolCall, Verdict
+
+
+@dataclass
+class CallResult:
+    call: ToolCall
+    output: str
+    status: str  # ok | rejected | error
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def replay(env: Environment, task: Task | None, calls: Sequence[ToolCall]) -> tuple[Any, list[CallResult]]:
+    """Run calls in order in a fresh session; returns the session and every call's result."""
+    session = env.session(task)
+    results = []
+    for call in calls:
+        args = call.arguments if call.parse_error is None else call.raw_arguments
+        execute = getattr(session, "execute", None)
+        if execute is not None:
+            r = execute(call.name, args)
+            results.append(CallResult(call, r.text, r.status))
+        else:  # an environment without statuses: the text is all there is
+            results.append(CallResult(call, session.call(call.name, args), "ok"))
+    return session, results
+
+
+def with_ground_truth(task: Task, calls: Sequence[ToolCall]) -> Task:
+    """A copy of `task` whose ground truth is `calls`."""
+    new = copy.deepcopy(task)
+    new.ground_truth = [ToolCall(c.name, copy.deepcopy(c.arguments), c.raw_arguments, None, c.parse_error) for c in calls]
+    new.ground_truth_raw = None
+    return new
+
+
+def oracle_calls(task: Task) -> list[ToolCall]:
+    """The task's oracle plan: `metadata.oracle_calls` when a generator recorded one (it may hold
+    the reads a solution needs), else the ground truth."""
+    plan = task.metadata.get("oracle_calls")
+    if isinstance(plan, list):
+        try:
+            return [parse_tool_call(c) for c in plan]
+        except ToolCallParseError:
+            pass
+    return list(task.ground_truth)
+
+
+def _cell(value: Any) -> Any:
+    """A cell as the strict state comparison sees it: numbers and their strings alike, nulls alike,
+    letter case and spacing kept (the verifier's tolerances are what a reviewer should see)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def state_fingerprint(env: Environment, task: Task | None, calls: Sequence[ToolCall], writes: Any = None) -> str:
+    """A strict fingerprint of the end state the calls leave.
+
+    For the workplace environment: every compared table's rows, base rows keyed by the base row
+    they came from, inserted rows as a multiset without their generated ids. For other
+    environments: the multiset of successful write calls (or of all successful calls when the
+    write tools are not known).
+    """
+    session, results = replay(env, task, calls)
+    table = getattr(session, "table", None)
+    if table is not None:
+        from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, TABLE_COLUMNS
+
+        parts = {}
+        for name in COMPARED_TABLES:
+            state = table(name)
+            id_col = ID_COLUMNS[name]
+            skip = TABLE_COLUMNS[name].index(id_col) if id_col else None
+            base, new = [], []
+            for row, origin in zip(state.rows, state.origins):
+                cells = [_cell(c) for i, c in enumerate(row) if origin is not None or i != skip]
+                (base if origin is not None else new).append([origin, cells] if origin is not None else cells)
+            parts[name] = {"base": base, "new": sorted(new, key=json.dumps)}
+        return json.dumps(parts, sort_keys=True)
+    is_write = writes if callable(writes) else (writes.__contains__ if writes is not None else None)
+    done = sorted(
+        json.dumps([r.call.name, r.call.arguments], sort_keys=True, default=str)
+        for r in results
+        if r.ok and (is_write is None or is_write(r.call.name))
+    )
+    return json.dumps(done)
+
+
+class CorrectionError(ValueError):
+    """A correction that cannot be saved; the message says why (the tool's error for a bad call)."""
+
+
+@dataclass
+class CorrectionCheck:
+    """A correction that replays cleanly and verifies: what it did, and how the reviewed rollout
+    scores against it."""
+
+    calls: list[ToolCall]
+    results: list[CallResult]
+    self_verdict: Verdict
+    rescored: Verdict | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": [c.to_nemo() for c in self.calls],
+            "outputs": [{"name": r.call.name, "status": r.status, "output": r.output} for r in self.results],
+            "self_verdict": self.self_verdict.to_dict(),
+            "rescored": self.rescored.to_dict() if self.rescored is not None else None,
+            "warnings": self.warnings,
+        }
+
+
+def parse_calls_text(text: str) -> list[ToolCall]:
+    """Ground-truth calls typed by a reviewer: a JSON list of `{"name", "arguments"}` objects
+    (arguments as an object or a JSON string) or WorkBench call strings."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorrectionError(f"the calls are not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise CorrectionError("the calls must be a JSON list of {\"name\": ..., \"arguments\": {...}} objects")
+    calls = []
+    for i, item in enumerate(value, 1):
+        if isinstance(item, dict) and not isinstance(item.get("name"), str):
+            raise CorrectionError(f"call {i} has no tool name")
+        try:
+            call = parse_tool_call(item)
+        except ToolCallParseError as exc:
+            raise CorrectionError(f"call {i}: {exc}") from None
+        if call.parse_error:
+            raise CorrectionError(f"call {i} ({call.name or '?'}): {call.parse_error}")
+        if not isinstance(call.arguments, dict):
+            raise CorrectionError(f"call {i} ({call.name}): arguments must be a JSON object")
+        # Keep arguments as decoded values; the JSON text is rebuilt when written out.
+        calls.append(ToolCall(call.name, call.arguments))
+    return calls
+
+
+def check_correction(
+    env: Environment, task: Task, calls: Sequence[ToolCall], rollout_calls: Sequence[ToolCall] = (), mode: str | None = None
+) -> CorrectionCheck:
+    """Replay corrected ground-truth calls and re-verify them before they are saved.
+
+    Refused (CorrectionError, with the tool's own error text) when a call fails on replay or when
+    the calls do not verify against themselves. Otherwise returns the replay and the reviewed
+    rollout's verdict against the corrected truth.
+    """
+    _, results = replay(env, task, calls)
+    for i, r in enumerate(results, 1):
+        if not r.ok:
+            raise CorrectionError(f"call {i} ({r.call.name}) failed on replay ({r.status}): {r.output}")
+    corrected = with_ground_truth(task, calls)
+    self_verdict = env.verify(corrected, list(calls), mode)
+    if not self_verdict.matched:
+        raise CorrectionError("the corrected calls do not verify against themselves: the replay is not deterministic")
+    warnings = []
+    if self_verdict.modes_disagree:
+        warnings.append(f"the {self_verdict.other_mode} verification mode disagrees with {self_verdict.mode}")
+    rescored = env.verify(corrected, list(rollout_calls), mode)
+    return CorrectionCheck(list(calls), results, self_verdict, rescored, warnings)

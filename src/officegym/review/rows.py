@@ -1,0 +1,175 @@
+"""Read rollout rows from a run folder and group them by task (and training step).
+
+A run folder is an eval run (`rollouts.jsonl`) or any folder of rows files in the same format,
+such as a GRPO run whose trainer writes each step's rollouts while we read. So every `*.jsonl`
+below the folder is read (hidden files and folders, which hold temp files, are skipped); files
+whose rows are not rollout rows (task files, verdict files) are ignored; a torn last line (a
+writer still appending) is skipped, never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.core.task import Task
+from officegym.core.toolcalls import function_calls_from_output
+from officegym.core.types import ToolCall
+
+# Keys of a rollout row that are not part of its task row.
+ROLLOUT_KEYS = ("response", "reward", "officegym")
+
+
+@dataclass
+class RolloutRef:
+    """One rollout row and where it came from (file relative to the run folder, line number)."""
+
+    row: dict[str, Any]
+    source: str
+    line: int
+
+    @property
+    def og(self) -> dict[str, Any]:
+        og = self.row.get("officegym")
+        return og if isinstance(og, dict) else {}
+
+    @property
+    def task_id(self) -> str:
+        return str(self.og.get("task_id", self.row.get("id")))
+
+    @property
+    def step(self) -> Any:
+        return self.og.get("step", self.row.get("step"))
+
+    @property
+    def verdict(self) -> dict[str, Any] | None:
+        v = self.og.get("verdict")
+        return v if isinstance(v, dict) else None
+
+    @property
+    def reward(self) -> float | None:
+        r = self.row.get("reward")
+        if isinstance(r, bool) or not isinstance(r, int | float) or r != r:  # r != r: NaN
+            return None
+        return float(r)
+
+    @property
+    def matched(self) -> bool:
+        v = self.verdict
+        if v is not None and isinstance(v.get("matched"), bool):
+            return v["matched"]
+        return self.reward == 1.0
+
+    def calls(self) -> list[ToolCall]:
+        """The function calls the model made, as the verifier replays them."""
+        response = self.row.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        return function_calls_from_output(output if isinstance(output, list) else [])
+
+    def task(self) -> Task:
+        """The task row this rollout was made from (raises TaskFormatError)."""
+        return Task.from_row({k: v for k, v in self.row.items() if k not in ROLLOUT_KEYS})
+
+
+@dataclass
+class Group:
+    """The K samples of one task (at one training step)."""
+
+    key: str
+    task_id: str
+    step: Any
+    samples: list[tuple[int, RolloutRef]] = field(default_factory=list)  # (sample index, row)
+
+
+@dataclass
+class RunRows:
+    rows: list[RolloutRef]
+    files: list[str]
+    problems: list[str]
+
+
+def is_rollout_row(row: Any) -> bool:
+    return isinstance(row, dict) and isinstance(row.get("response"), dict) and "responses_create_params" in row
+
+
+def rows_files(run_dir: Path) -> list[Path]:
+    """Every `*.jsonl` below run_dir, in path order, skipping hidden files and folders."""
+    if run_dir.is_file():
+        return [run_dir]
+    out = []
+    for path in sorted(run_dir.rglob("*.jsonl")):
+        rel = path.relative_to(run_dir)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        out.append(path)
+    return out
+
+
+def _read_file(path: Path, rel: str, problems: list[str]) -> Iterator[RolloutRef]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(f"{rel}: cannot read ({exc})")
+        return
+    lines = text.split("\n")
+    # A line without its newline is still being written (or was torn by a crash): skip it.
+    complete = lines[:-1] if not text.endswith("\n") else lines
+    first = True
+    for lineno, line in enumerate(complete, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{rel}:{lineno}: not valid JSON ({exc.msg}); line skipped")
+            continue
+        if not is_rollout_row(row):
+            if first:  # a file of something else (tasks, verdicts): not ours to read
+                return
+            problems.append(f"{rel}:{lineno}: not a rollout row (no response); line skipped")
+            continue
+        first = False
+        yield RolloutRef(row, rel, lineno)
+
+
+def read_run(run_dir: Path) -> RunRows:
+    """All rollout rows below run_dir, with a list of what was skipped and why."""
+    run_dir = Path(run_dir)
+    problems: list[str] = []
+    if not run_dir.exists():
+        raise FileNotFoundError(f"no such run folder: {run_dir}")
+    rows: list[RolloutRef] = []
+    used: list[str] = []
+    for path in rows_files(run_dir):
+        rel = path.name if run_dir.is_file() else path.relative_to(run_dir).as_posix()
+        got = list(_read_file(path, rel, problems))
+        if got:
+            used.append(rel)
+            rows.extend(got)
+    return RunRows(rows, used, problems)
+
+
+def group_rows(rows: list[RolloutRef]) -> list[Group]:
+    """Group rows by (step, task) when rows carry a training step, else by (file, task).
+
+    Sample indices come from the rows (`officegym.sample_index`); rows without one are numbered
+    in file order within their group.
+    """
+    groups: dict[str, Group] = {}
+    for ref in rows:
+        step = ref.step
+        where = f"step {step}" if step is not None else ref.source
+        key = f"{where}|{ref.task_id}"
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(key, ref.task_id, step)
+        idx = ref.og.get("sample_index")
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            idx = len(g.samples)
+        g.samples.append((idx, ref))
+    for g in groups.values():
+        g.samples.sort(key=lambda s: s[0])
+    return list(groups.values())

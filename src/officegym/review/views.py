@@ -1,0 +1,207 @@
+"""What the item page shows, built from a stored item: turns, state diff, reward breakdown."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from officegym.core.task import TaskFormatError
+from officegym.review.rows import RolloutRef
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return "" if content is None else str(content)
+
+
+def pretty_json(value: Any) -> str:
+    """Arguments or outputs as indented JSON when they are JSON, else as they are."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    try:
+        return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def prompt_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+    rcp = row.get("responses_create_params") or {}
+    raw = rcp.get("input", []) if isinstance(rcp, dict) else []
+    if isinstance(raw, str):
+        return [{"role": "user", "content": raw}]
+    return [{"role": str(m.get("role", "?")), "content": _text(m.get("content"))} for m in raw if isinstance(m, dict)]
+
+
+def trajectory_turns(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's turns: text, then each call with its arguments, status and output.
+
+    A turn starts at an assistant message, or at a call that follows tool outputs (the order
+    eval's rows use: a turn's message, its calls, then their outputs).
+    """
+    response = row.get("response") if isinstance(row.get("response"), dict) else {}
+    output = response.get("output") if isinstance(response.get("output"), list) else []
+    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
+    statuses = og.get("call_status") or []
+    n_calls = sum(1 for i in output if isinstance(i, dict) and i.get("type") == "function_call")
+    if len(statuses) != n_calls:
+        statuses = [None] * n_calls
+    turns: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    k = 0
+
+    def new_turn() -> dict[str, Any]:
+        turn = {"index": len(turns) + 1, "text": "", "calls": [], "seen_output": False}
+        turns.append(turn)
+        return turn
+
+    for item in output:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            cur = new_turn()
+            cur["text"] = _text(item.get("content"))
+        elif kind == "function_call":
+            if cur is None or cur["seen_output"]:
+                cur = new_turn()
+            status = statuses[k]
+            k += 1
+            cur["calls"].append({
+                "name": str(item.get("name", "")), "arguments": pretty_json(item.get("arguments", "")),
+                "call_id": item.get("call_id") or "", "status": status, "output": None,
+            })
+        elif kind == "function_call_output":
+            if cur is None:
+                cur = new_turn()
+            cur["seen_output"] = True
+            call_id = item.get("call_id") or ""
+            target = next((c for c in cur["calls"] if c["output"] is None and c["call_id"] == call_id), None)
+            if target is None:
+                target = next((c for c in cur["calls"] if c["output"] is None), None)
+            text = pretty_json(item.get("output", ""))
+            if target is None:
+                cur["calls"].append({"name": "?", "arguments": "", "call_id": call_id, "status": None, "output": text})
+            else:
+                target["output"] = text
+    for t in turns:
+        for c in t["calls"]:
+            if c["status"] is None and c["output"] is not None:
+                c["status"] = "error" if "Error executing tool" in c["output"] else "ok"
+            c["failed"] = c["status"] not in (None, "ok")
+    return turns
+
+
+def diff_tables(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The expected-vs-actual state diff, one table each: columns, then rows marked missing
+    (expected, absent), extra (present, unexpected) or changed (with the cells that differ)."""
+    diff = (verdict or {}).get("diff") or {}
+    out = []
+    for name, d in diff.items():
+        if not isinstance(d, dict):
+            continue
+        columns: list[str] = []
+
+        def see(row: dict[str, Any], columns: list[str] = columns) -> None:
+            for c in row:
+                if c not in columns:
+                    columns.append(c)
+
+        rows = []
+        for ch in d.get("changed") or []:
+            base = ch.get("row") or {}
+            see(base)
+            fields = ch.get("fields") or {}
+            cells = {c: {"value": base.get(c)} for c in base}
+            for col, pair in fields.items():
+                exp, got = ([*pair, None, None])[:2] if isinstance(pair, list) else (pair, None)
+                cells[col] = {"expected": exp, "actual": got, "changed": True}
+                if col not in columns:
+                    columns.append(col)
+            rows.append({"kind": "changed", "cells": cells})
+        for kind in ("missing", "extra"):
+            for r in d.get(kind) or []:
+                if isinstance(r, dict):
+                    see(r)
+                    rows.append({"kind": kind, "cells": {c: {"value": v} for c, v in r.items()}})
+        out.append({"table": name, "columns": columns, "rows": rows, "note": d.get("note")})
+    return out
+
+
+def reward_breakdown(row: dict[str, Any]) -> dict[str, Any]:
+    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
+    verdict = og.get("verdict") if isinstance(og.get("verdict"), dict) else {}
+    return {
+        "reward": row.get("reward"),
+        "components": og.get("reward_components") or {},
+        "matched": verdict.get("matched"),
+        "mode": verdict.get("mode"),
+        "other_mode": verdict.get("other_mode"),
+        "other_mode_reward": verdict.get("other_mode_reward"),
+        "side_effects": verdict.get("side_effects"),
+        "invalid_calls": verdict.get("invalid_calls") or [],
+        "stop_reason": og.get("stop_reason"),
+        "error": og.get("error"),
+        "failure": failure_label(row),
+    }
+
+
+def failure_label(row: dict[str, Any]) -> str:
+    """A short label of why the verifier decided as it did."""
+    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
+    verdict = og.get("verdict") if isinstance(og.get("verdict"), dict) else None
+    if verdict is None:
+        return "no verdict"
+    if verdict.get("matched"):
+        return "matched" + (" (modes disagree)" if verdict.get("modes_disagree") else "")
+    diff = verdict.get("diff") or {}
+    kinds = sorted({k for d in diff.values() if isinstance(d, dict) for k in ("missing", "extra", "changed") if d.get(k)})
+    parts = [f"state differs in {', '.join(diff)}" + (f" ({', '.join(kinds)})" if kinds else "")] if diff else []
+    if verdict.get("side_effects"):
+        parts.append("side effects")
+    if verdict.get("invalid_calls"):
+        parts.append(f"{len(verdict['invalid_calls'])} invalid calls")
+    return "; ".join(parts) or "not matched"
+
+
+def ground_truth_text(row: dict[str, Any]) -> str:
+    """The ground truth as the correction form edits it: a JSON list with arguments as objects."""
+    try:
+        task = RolloutRef(row, "", 0).task()
+    except TaskFormatError:
+        return "[]"
+    return calls_text([c.to_nemo() for c in task.ground_truth])
+
+
+def calls_text(calls: list[dict[str, Any]]) -> str:
+    shown = []
+    for c in calls:
+        args = c.get("arguments")
+        if isinstance(args, str):
+            with contextlib.suppress(ValueError, RecursionError):
+                args = json.loads(args)
+        shown.append({"name": c.get("name"), "arguments": args})
+    return json.dumps(shown, indent=1, ensure_ascii=False)
+
+
+def histogram(rewards: list[float | None], bins: int = 5, top: float = 1.0) -> list[dict[str, Any]]:
+    """Counts of rewards in equal bins over [0, top] (None counted apart)."""
+    top = max([top] + [r for r in rewards if r is not None])
+    counts = [0] * bins
+    missing = 0
+    for r in rewards:
+        if r is None:
+            missing += 1
+            continue
+        i = min(bins - 1, max(0, int(r / top * bins))) if top else 0
+        counts[i] += 1
+    out = [{"label": f"{top * i / bins:.2g}-{top * (i + 1) / bins:.2g}", "count": n} for i, n in enumerate(counts)]
+    if missing:
+        out.append({"label": "none", "count": missing})
+    return out

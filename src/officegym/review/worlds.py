@@ -1,0 +1,123 @@
+"""Which world (and so which environment) a reviewed rollout ran in, and building it again.
+
+A world spec is a small JSON object stored with every item:
+`{"path": "/data/world"}`, `{"generated": {"seed": 0, "size": "reference", ...}}` or both (a
+generated world that was written to a folder: the folder is used when it is there, else the world
+is generated again from its seed, which gives the same world byte for byte).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from officegym.core.protocols import Environment
+from officegym.core.registry import make
+
+# What `officegym eval` uses without --world: the generated world of seed 0, reference size.
+DEFAULT_WORLD: dict[str, Any] = {"generated": {"seed": 0, "size": "reference"}}
+_GENERATED_KEYS = ("seed", "size", "now", "company", "user")
+
+
+class WorldSpecError(ValueError):
+    """A world spec that names no usable world."""
+
+
+def spec_for_path(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The spec of a world folder; a generated world also records how to generate it again."""
+    root = Path(path).resolve()
+    spec: dict[str, Any] = {"path": str(root)}
+    for candidate in (root / "world.json", root / "csv_data" / "world.json"):
+        if candidate.exists():
+            try:
+                meta = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                break
+            if isinstance(meta, dict) and "seed" in meta and "size" in meta:
+                spec["generated"] = {k: meta[k] for k in _GENERATED_KEYS if k in meta}
+            break
+    return spec
+
+
+def spec_for_run(run_dir: Path, override: str | os.PathLike[str] | dict[str, Any] | None = None) -> dict[str, Any]:
+    """The world of a run folder: `override` (a folder or a spec) if given, else `run.json`'s
+    world, else eval's default."""
+    if isinstance(override, dict):
+        return dict(override)
+    if override is not None:
+        return spec_for_path(override)
+    info = Path(run_dir) / "run.json"
+    if info.exists():
+        try:
+            world = json.loads(info.read_text(encoding="utf-8")).get("world")
+        except (OSError, ValueError, AttributeError):
+            world = None
+        if isinstance(world, str) and world not in ("", "None"):
+            path = Path(world)
+            if not path.is_absolute():
+                path = (Path.cwd() / path).resolve()
+            return spec_for_path(path)
+    return dict(DEFAULT_WORLD)
+
+
+def spec_key(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True)
+
+
+def load_spec(spec: dict[str, Any]):
+    """The World a spec names (raises WorldSpecError with the reason)."""
+    from officegym.envs.workplace.world import WorldFormatError, load_world
+
+    path = spec.get("path")
+    generated = spec.get("generated")
+    if path and Path(path).exists():
+        try:
+            return load_world(path)
+        except WorldFormatError as exc:
+            if not generated:
+                raise WorldSpecError(str(exc)) from None
+    if isinstance(generated, dict):
+        from officegym.envs.workplace.generate import generate_world
+
+        try:
+            options = {k: generated[k] for k in _GENERATED_KEYS if k in generated}
+            return generate_world(**options).to_world(path or f"<generated seed {options.get('seed')}>")
+        except (TypeError, ValueError) as exc:
+            raise WorldSpecError(f"cannot generate world {generated}: {exc}") from None
+    raise WorldSpecError(f"world not found: {path!r}" if path else f"not a world spec: {spec!r}")
+
+
+class Environments:
+    """Environments by (environment name, world spec, verification mode), built once each.
+
+    `override`, when given, is used for every item (the reviewer's --world).
+    """
+
+    def __init__(self, override: dict[str, Any] | None = None):
+        self.override = override
+        self._lock = threading.Lock()
+        self._worlds: dict[str, Any] = {}
+        self._envs: dict[tuple[str, str, str | None], Environment] = {}
+
+    def get(self, env_name: str, spec: dict[str, Any] | None, mode: str | None = None) -> Environment:
+        spec = self.override or spec or DEFAULT_WORLD
+        key = (env_name, spec_key(spec), mode)
+        with self._lock:
+            env = self._envs.get(key)
+            if env is None:
+                world = self._worlds.get(key[1])
+                if world is None:
+                    world = self._worlds[key[1]] = load_spec(spec)
+                kwargs: dict[str, Any] = {"world": world}
+                if mode:
+                    kwargs["mode"] = mode
+                env = self._envs[key] = make(env_name, **kwargs)
+            return env
+
+    def add_world(self, spec: dict[str, Any], world: Any) -> None:
+        """Use an already built World for `spec` (tests, and callers that hold the world)."""
+        with self._lock:
+            self._worlds[spec_key(spec)] = world
