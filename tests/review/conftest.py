@@ -136,3 +136,18 @@ def review_run(tmp_path, maker, tasks):
     folder = write_run(tmp_path / "run", rows)
     (folder / "run.json").write_text(json.dumps({"policy": "crafted", "world": "None"}))
     return folder
+
+
+@pytest.fixture(scope="session")
+def world_spec():
+    return dict(WORLD_SPEC)
+
+
+def gt_calls(task: Task) -> list[tuple[str, Any]]:
+    return [(c.name, c.arguments) for c in task.ground_truth]
+
+
+@pytest.fixture(scope="session")
+def gt():
+    """gt(task) -> the task's ground truth as (name, arguments) pairs."""
+    return gt_calls

@@ -34,7 +34,7 @@ from typing import Any
 
 from officegym.core.protocols import Environment
 from officegym.core.task import Task, TaskFormatError
-from officegym.review.replay import oracle_calls, state_fingerprint
+from officegym.review.replay import fingerprint_diff, oracle_calls, state_fingerprint
 from officegym.review.rows import Group, RolloutRef, group_rows, read_run
 from officegym.review.store import Store
 from officegym.review.worlds import Environments, WorldSpecError, spec_for_run
@@ -229,9 +229,11 @@ def flag_rows(
                 fp = state_fingerprint(env, t, ref.calls(), getattr(env, "write_tools", None))
                 states.setdefault(fp, []).append((idx, ref))
             if len(states) > 1:
+                fps = list(states)
                 listing = "; ".join(
-                    f"state {n + 1}: samples {', '.join(str(i) for i, _ in members)}"
-                    for n, members in enumerate(states.values())
+                    f"state {n + 1}: samples {', '.join(str(i) for i, _ in states[fp])}"
+                    + ("" if n == 0 else f" (vs state 1: {'; '.join(fingerprint_diff(fps[0], fp))})")
+                    for n, fp in enumerate(fps)
                 )
                 for members in states.values():
                     idx, ref = members[0]

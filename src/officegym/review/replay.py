@@ -110,6 +110,37 @@ def state_fingerprint(env: Environment, task: Task | None, calls: Sequence[ToolC
     return json.dumps(done)
 
 
+def fingerprint_diff(a: str, b: str, limit: int = 4) -> list[str]:
+    """What differs between two end-state fingerprints, in a few readable lines."""
+    try:
+        sa, sb = json.loads(a), json.loads(b)
+    except ValueError:
+        return []
+    if not (isinstance(sa, dict) and isinstance(sb, dict)):
+        return [f"successful calls {sa} vs {sb}"][:limit]
+    out = []
+    for table in sorted(set(sa) | set(sb)):
+        ta, tb = sa.get(table, {}), sb.get(table, {})
+        base_a = {o: cells for o, cells in ta.get("base", [])}
+        base_b = {o: cells for o, cells in tb.get("base", [])}
+        for origin in sorted(set(base_a) | set(base_b)):
+            ra, rb = base_a.get(origin), base_b.get(origin)
+            if ra != rb:
+                if ra is None or rb is None:
+                    out.append(f"{table}: base row {origin} {'absent' if ra is None else 'present'} vs "
+                               f"{'absent' if rb is None else 'present'}")
+                else:
+                    cols = [f"{x!r} vs {y!r}" for x, y in zip(ra, rb) if x != y]
+                    out.append(f"{table}: base row {origin}: " + ", ".join(cols))
+        new_a = [json.dumps(r) for r in ta.get("new", [])]
+        new_b = [json.dumps(r) for r in tb.get("new", [])]
+        only_a = [r for r in new_a if r not in new_b]
+        only_b = [r for r in new_b if r not in new_a]
+        if only_a or only_b:
+            out.append(f"{table}: new rows {', '.join(only_a) or '-'} vs {', '.join(only_b) or '-'}")
+    return out[:limit]
+
+
 class CorrectionError(ValueError):
     """A correction that cannot be saved; the message says why (the tool's error for a bad call)."""
 
