@@ -62,7 +62,7 @@ class RowMaker:
         self.env = env
 
     def row(self, task: Task, calls: list[tuple[str, Any]], sample: int = 0, text: str = "Done.",
-            reward: float | None | str = "verdict", **og: Any) -> dict[str, Any]:
+            reward: float | str | None = "verdict", **og: Any) -> dict[str, Any]:
         session = self.env.session(task)
         turn = Turn(text="")
         for i, (name, args) in enumerate(calls):

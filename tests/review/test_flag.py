@@ -133,7 +133,7 @@ def test_near_threshold(maker, tasks, env, gt):
 
 def test_odd_high_reward(maker, tasks, env, gt):
     task = tasks["reply"]
-    invalid = [("email_reply_email", {"email_id": "12345678", "body": "x"}), ("no_such_tool", {})] + gt(task)
+    invalid = [("email_reply_email", {"email_id": "12345678", "body": "x"}), ("no_such_tool", {}), *gt(task)]
     many = [("email_search_emails", {"query": f"q{i}"}) for i in range(6)] + gt(task)
     rows = [maker.row(task, invalid, 0), maker.row(task, many, 1), maker.row(task, gt(task), 2)]
     assert [r["reward"] for r in rows] == [1.0, 1.0, 1.0]
