@@ -82,6 +82,85 @@ def generate_world_command(
     typer.echo(str(path))
 
 
+@generate_app.command("tasks")
+def generate_tasks_command(
+    out: Annotated[Path, typer.Option("--out", help="Folder for train/validation/test JSONL, README.md (card), generation.json.")],
+    n: Annotated[int, typer.Option("--n", help="How many validated, unique tasks to generate.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed; the same seed and worlds give the same tasks.")] = 0,
+    world: Annotated[list[Path] | None, typer.Option("--world", help="World folder (repeat for several; default: the generated world of seed 0).")] = None,
+    holdout_templates: Annotated[int, typer.Option("--holdout-templates", help="Put all tasks of K randomly chosen templates in test only.")] = 0,
+    holdout_worlds: Annotated[int, typer.Option("--holdout-worlds", help="Put all tasks of K of the worlds in test only.")] = 0,
+    tools: Annotated[str, typer.Option("--tools", help="Tools offered per task: all (the 27) or domain (the task's domains plus the directory).")] = "all",
+    env: Annotated[str, typer.Option("--env", help="Environment: workplace, or another registered generator such as roles/cost.")] = "workplace",
+    teacher: Annotated[str | None, typer.Option("--teacher", help="OpenAI-compatible base URL of an LLM that paraphrases queries and writes reasoning trajectories (kept only if they replay to the computed state).")] = None,
+    teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
+    teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
+) -> None:
+    """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from officegym.core import registry
+
+    if registry.canonical_name(env) != "workplace_assistant":
+        _generate_env_tasks(env, out, n, seed)
+        return
+    from officegym.envs.workplace.world import WorldFormatError
+    from officegym.sdg.dataset import build_dataset, write_dataset
+
+    worlds = list(world) if world else [_default_world()]
+    with Progress(TextColumn("generating tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        job = bar.add_task("tasks", total=n)
+        try:
+            ds = build_dataset(worlds, n, seed, holdout_templates, holdout_worlds, tools,
+                               on_accept=lambda _a: bar.advance(job))
+        except (ValueError, WorldFormatError, OSError) as exc:
+            _fail(str(exc))
+    if ds.total < n:
+        console.print(f"[yellow]only {ds.total} unique tasks exist in these worlds for the templates (asked for {n}); "
+                      "add worlds (--world) for more[/]")
+    if teacher:
+        from officegym.sdg.teacher import TeacherError, apply_teacher
+
+        try:
+            stats = apply_teacher(ds, teacher, model=teacher_model, api_key=teacher_key, out=out, console=console)
+        except TeacherError as exc:
+            _fail(str(exc))
+        console.print(f"teacher: {stats}")
+    paths = write_dataset(ds, out)
+    counts = ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items())
+    rejected = ", ".join(f"{r} {c}" for r, c in ds.report.rejected.most_common()) or "none"
+    console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}")
+    typer.echo(str(paths["card"].parent))
+
+
+def _generate_env_tasks(env: str, out: Path, n: int, seed: int) -> None:
+    """Generators of other environments (`env.generate_tasks(n, seed)`), split by task id."""
+    from officegym.core import registry
+    from officegym.core.task import write_jsonl
+    from officegym.sdg.splits import SPLITS, SplitPlan
+
+    try:
+        made = registry.make(env)
+    except registry.UnknownEnvironmentError as exc:
+        _fail(str(exc))
+    if not hasattr(made, "generate_tasks"):
+        _fail(f"environment {env!r} has no task generator")
+    tasks = made.generate_tasks(n, seed)
+    plan = SplitPlan()
+    rows: dict[str, list] = {k: [] for k in SPLITS}
+    for t in tasks:
+        split = plan.assign(str(t.id), "", "")
+        row = t.to_row()
+        row["split"] = split
+        rows[split].append(row)
+    out.mkdir(parents=True, exist_ok=True)
+    for split in SPLITS:
+        write_jsonl(out / f"{split}.jsonl", rows[split])
+    console.print(f"{len(tasks)} {env} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+    typer.echo(str(out))
+
+
 @app.command()
 def tools(world: WorldOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print the tool schemas as JSON.")] = False) -> None:
     """List the workplace tools."""

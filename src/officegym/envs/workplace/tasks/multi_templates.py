@@ -172,7 +172,7 @@ def cond_review_meeting(w: WorldView, r: random.Random) -> Plan:
 
 @template("multi.engagement_task", (AN, PM), (
     "If fewer users were engaged {day1} than {day2}, create a task '{name}' for {first} on the {board} board in Backlog, due {due}. Otherwise do nothing.",
-    "Compare engaged users {day1} with {day2}. If it dropped, add '{name}' to the {board} board's Backlog for {first}, due {due}; if not, do nothing.",
+    "Compare engaged users {day1} and {day2}. If it dropped, add '{name}' to the {board} board's Backlog for {first}, due {due}; if not, do nothing.",
     "Only when engagement {day1} was lower than {day2}, create the Backlog task '{name}' ({board} board, {first}, due {due}).",
 ), can_do_nothing=True)
 def engagement_task(w: WorldView, r: random.Random) -> Plan:

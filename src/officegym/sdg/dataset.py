@@ -1,0 +1,96 @@
+"""From worlds to a dataset folder: generate, split, write train/validation/test JSONL and the card."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.core.task import write_jsonl
+from officegym.sdg.card import dataset_card
+from officegym.sdg.dedup import calls_key
+from officegym.sdg.engine import Accepted, GenerationReport, generate
+from officegym.sdg.splits import SPLITS, SplitPlan, make_plan
+from officegym.sdg.workplace import WorkplaceSource, task_row
+
+
+@dataclass
+class Dataset:
+    rows: dict[str, list[dict[str, Any]]]
+    report: GenerationReport
+    plan: SplitPlan
+    settings: dict[str, Any] = field(default_factory=dict)
+    sources: list[WorkplaceSource] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+
+def build_dataset(worlds: Sequence[str | os.PathLike[str]] | Sequence[WorkplaceSource], n: int, seed: int = 0,
+                  holdout_templates: int = 0, holdout_worlds: int = 0, tools: str = "all",
+                  templates: Sequence[str] | None = None, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+                  on_accept: Callable[[Accepted], None] | None = None) -> Dataset:
+    """Generate up to `n` validated tasks over the worlds and split them."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    if tools not in ("all", "domain"):
+        raise ValueError(f"tools must be 'all' or 'domain', got {tools!r}")
+    sources = [w if isinstance(w, WorkplaceSource) else WorkplaceSource(w, templates=list(templates) if templates else None)
+               for w in worlds]
+    ids = [s.world_id for s in sources]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"two worlds share an id ({', '.join(ids)}); give worlds distinct folder names")
+    plan = make_plan(sources[0].template_ids(), ids, seed, holdout_templates, holdout_worlds, fractions)
+    report = generate(sources, n, seed, on_accept=on_accept)
+    now = {s.world_id: s.world.now for s in sources}
+    rows: dict[str, list[dict[str, Any]]] = {k: [] for k in SPLITS}
+    for a in report.accepted:
+        c = a.candidate
+        split = plan.assign(f"{c.world_id}\n{c.template}\n{calls_key(c.calls)}", c.template, c.world_id)
+        rows[split].append(task_row(c, now=now[c.world_id], tools=tools, difficulty=a.difficulty, reads=a.reads,
+                                    writes=a.writes, split=split))
+    settings = {"n": n, "seed": seed, "worlds": ids, "tools": tools, "holdout_templates": holdout_templates,
+                "holdout_worlds": holdout_worlds, "fractions": list(fractions),
+                "templates": len(sources[0].template_ids())}
+    return Dataset(rows, report, plan, settings, sources)
+
+
+def write_dataset(ds: Dataset, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """train.jsonl, validation.jsonl, test.jsonl, README.md (the card) and generation.json (counts),
+    each written atomically."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split in SPLITS:
+        paths[split] = out / f"{split}.jsonl"
+        write_jsonl(paths[split], ds.rows[split])
+    card = dataset_card(ds.rows, ds.settings, dict(ds.report.rejected), sorted(ds.plan.held_templates), ds.report.seconds)
+    paths["card"] = out / "README.md"
+    _write_text(paths["card"], card)
+    summary = {
+        "settings": ds.settings, "tasks": {k: len(v) for k, v in ds.rows.items()}, "attempts": ds.report.attempts,
+        "rejected": dict(ds.report.rejected), "rejection_examples": ds.report.examples,
+        "rejected_by_template": {f"{t}/{r}": n for (t, r), n in sorted(ds.report.rejected_by_template.items())},
+        "empty_draws": dict(ds.report.empty_draws), "exhausted": ds.report.exhausted,
+        "held_out_templates": sorted(ds.plan.held_templates), "held_out_worlds": sorted(ds.plan.held_worlds),
+        "seconds": round(ds.report.seconds, 3),
+    }
+    paths["summary"] = out / "generation.json"
+    _write_text(paths["summary"], json.dumps(summary, indent=2, sort_keys=True))
+    return paths
+
+
+def _write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
