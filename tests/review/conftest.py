@@ -151,3 +151,17 @@ def gt_calls(task: Task) -> list[tuple[str, Any]]:
 def gt():
     """gt(task) -> the task's ground truth as (name, arguments) pairs."""
     return gt_calls
+
+
+@pytest.fixture
+def flagged(tmp_path, review_run, envs, world_spec):
+    """A store with review_run flagged into it (4 items: broken, reply x2, move); yields
+    (store, envs, ids by task and sample)."""
+    from officegym.review.flag import FlagConfig, flag_run
+    from officegym.review.store import Store
+
+    store = Store(tmp_path / "review.sqlite")
+    flag_run(review_run, store, FlagConfig(audit_share=0.0), world=world_spec, envs=envs)
+    ids = {(it["task_id"], it["sample_index"]): it["id"] for it in store.list()}
+    yield store, envs, ids
+    store.close()
