@@ -14,6 +14,7 @@ they are the latest.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -36,7 +37,7 @@ class CheckpointInfo:
     @property
     def metric(self) -> float | None:
         value = self.state.get("metric")
-        return float(value) if isinstance(value, int | float) else None
+        return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def rng_state() -> dict[str, Any]:

@@ -126,12 +126,12 @@ def prepare_tasks(tasks: list[Task], cfg: DataConfig) -> list[Task]:
 
 
 class TaskStream:
-    """Tasks in a seeded order, epoch after epoch, with a position that checkpoints save: a resumed
-    run draws exactly the tasks the uninterrupted run would have drawn."""
+    """Items (tasks, SFT examples) in a seeded order, epoch after epoch, with a position that
+    checkpoints save: a resumed run draws exactly what the uninterrupted run would have drawn."""
 
-    def __init__(self, tasks: list[Task], seed: int, shuffle: bool = True):
+    def __init__(self, tasks: list[Any], seed: int, shuffle: bool = True):
         if not tasks:
-            raise DataError("no training tasks")
+            raise DataError("nothing to train on (no tasks or examples)")
         self.tasks = tasks
         self.seed = seed
         self.shuffle = shuffle
@@ -145,7 +145,7 @@ class TaskStream:
             random.Random(f"tasks:{self.seed}:{epoch}").shuffle(order)
         return order
 
-    def take(self, n: int) -> list[Task]:
+    def take(self, n: int) -> list[Any]:
         out = []
         for _ in range(n):
             if self.index >= len(self._order):
@@ -161,7 +161,7 @@ class TaskStream:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         if int(state.get("n_tasks", len(self.tasks))) != len(self.tasks):
-            raise DataError(f"the checkpoint was made with {state.get('n_tasks')} training tasks, this run has {len(self.tasks)}")
+            raise DataError(f"the checkpoint was made with {state.get('n_tasks')} training items, this run has {len(self.tasks)}")
         self.epoch = int(state["epoch"])
         self.index = int(state["index"])
         self._order = self._make_order(self.epoch)

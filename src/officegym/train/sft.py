@@ -1,0 +1,215 @@
+"""Supervised fine-tuning on tool-calling conversations, loss on assistant tokens only.
+
+Each optimiser step takes `batch_size` conversations (a resumable seeded stream over epochs), runs
+them in micro-batches and normalises the summed token NLL by the number of assistant tokens of the
+whole step, so gradient accumulation gives the same gradient as one big batch. Validation reports
+the held-out loss and, optionally, task accuracy through the agent loop with the model being
+trained (greedy). Checkpoints, resume, metrics and graceful stop work as in GRPO.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from officegym.train.checkpoint import CheckpointManager
+from officegym.train.config import SFTRunConfig
+from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
+from officegym.train.grpo import TrainingSetupError, TrainResult, _check_out_dir
+from officegym.train.modeling import load_train_model, token_renderer
+from officegym.train.rollouts import validate
+from officegym.train.runtime import (
+    GracefulStop,
+    grad_norm_and_clip,
+    make_optimizer,
+    make_scheduler,
+    prepare_run_dir,
+    progress_bar,
+    restore_checkpoint,
+    save_checkpoint,
+)
+from officegym.train.sft_data import (
+    BuildReport,
+    Example,
+    encode_all,
+    ground_truth_conversations,
+    rollout_conversations,
+)
+from officegym.train.tracking import METRICS, MetricsLogger, truncate_jsonl
+
+
+def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = None) -> tuple[list[Example], list[Example], list[Any], BuildReport]:
+    """(train examples, validation examples, validation tasks for accuracy, what was dropped)."""
+    s = cfg.sft
+    report = BuildReport()
+    val_tasks: list[Any] = []
+    if s.source == "ground_truth":
+        if not cfg.data.tasks:
+            raise TrainingSetupError("sft.source=ground_truth needs data.tasks (task JSONL with ground_truth)")
+        train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
+        if cfg.data.val_tasks:
+            val_tasks = prepare_tasks(val_tasks, cfg.data)
+        rollout_chars = cfg.rollout.max_tool_output_chars
+        train = encode_all(renderer, ground_truth_conversations(env, train_tasks, s.calls_per_turn, s.final_answer,
+                                                                rollout_chars, report), s.max_length, report)
+        val = encode_all(renderer, ground_truth_conversations(env, val_tasks, s.calls_per_turn, s.final_answer,
+                                                              rollout_chars, report), s.max_length, report)
+    else:
+        if not s.rollouts:
+            raise TrainingSetupError("sft.source=rollouts needs sft.rollouts=[path, ...] (eval rollouts.jsonl files)")
+        try:
+            convs = rollout_conversations(s.rollouts, s.min_reward, report)
+        except FileNotFoundError as exc:
+            raise TrainingSetupError(str(exc)) from None
+        examples = encode_all(renderer, convs, s.max_length, report)
+        order = list(range(len(examples)))
+        random.Random(f"sft-split:{cfg.seed}").shuffle(order)
+        n_val = round(s.val_fraction_examples * len(examples)) if len(examples) > 1 else 0
+        held = set(order[:n_val])
+        val = [e for i, e in enumerate(examples) if i in held]
+        train = [e for i, e in enumerate(examples) if i not in held]
+        if cfg.data.tasks:
+            val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)[1]
+    if not train:
+        raise TrainingSetupError(f"no SFT examples left to train on (dropped: {report.dropped or 'none'})")
+    return train, val, val_tasks, report
+
+
+def _batches(examples: list[Example], micro: int, pad_id: int, device: Any) -> list[dict[str, Any]]:
+    import torch
+
+    out = []
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+    for start in range(0, len(order), micro):
+        chunk = [examples[i] for i in order[start : start + micro]]
+        width = max(len(e) for e in chunk)
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        attn = torch.zeros((len(chunk), width), dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.float32)
+        for b, e in enumerate(chunk):
+            ids[b, : len(e)] = torch.tensor(e.input_ids)
+            attn[b, : len(e)] = 1
+            mask[b, : len(e)] = torch.tensor(e.loss_mask, dtype=torch.float32)
+        out.append({"input_ids": ids.to(device), "attention_mask": attn.to(device), "loss_mask": mask.to(device)})
+    return out
+
+
+def _nll_sum(tm: Any, batch: dict[str, Any]) -> tuple[Any, int]:
+    """Summed negative log-likelihood of the masked tokens, and their number; logits are computed
+    only from the first masked position on."""
+    from officegym.train.grpo import _forward_logprobs
+
+    lp, _, offset = _forward_logprobs(tm.model, tm, batch, 1.0)
+    mask = batch["loss_mask"][:, offset:]
+    return -(lp * mask).sum(), int(mask.sum())
+
+
+def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> float:
+    import torch
+
+    if not examples:
+        return float("nan")
+    total, tokens = 0.0, 0
+    was_training = tm.model.training
+    tm.model.eval()
+    with torch.no_grad():
+        for b in _batches(examples, micro, pad_id, tm.device):
+            nll, n = _nll_sum(tm, b)
+            total += float(nll)
+            tokens += n
+    tm.model.train(was_training)
+    return total / max(1, tokens)
+
+
+def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
+    import torch
+
+    run_dir = Path(cfg.out_dir)
+    _check_out_dir(run_dir, cfg.checkpoint.resume)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    prepare_run_dir(cfg, console, "sft")
+    env = make_environment(cfg.data)
+    tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
+    renderer = token_renderer(tm, cfg)
+    train, val, val_tasks, report = build_examples(cfg, renderer, env, console)
+    if console is not None:
+        console.print(f"SFT: {len(train)} training and {len(val)} validation conversations"
+                      + (f"; dropped {report.dropped}" if report.dropped else ""))
+    s = cfg.sft
+    steps_per_epoch = -(-len(train) // s.batch_size)
+    total = s.max_steps or s.epochs * steps_per_epoch
+    params = tm.trainable_parameters()
+    optimizer = make_optimizer(params, cfg.optim)
+    scheduler = make_scheduler(optimizer, cfg.optim, total)
+    manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
+    stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
+    start_step = 0
+    info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
+    if info is not None:
+        start_step = info.step
+        stream.load_state_dict(info.state["data"])
+        if console is not None:
+            console.print(f"resuming from {info.path} (step {start_step})")
+    truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
+    logger = MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
+                           project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+    pad_id = int(renderer.pad_id)
+    result = TrainResult(run_dir, start_step, start_step, False)
+    try:
+        with GracefulStop(console) as stop, progress_bar(console) as bar:
+            job = bar.add_task("sft", total=total, completed=start_step, info="")
+            for step in range(start_step + 1, total + 1):
+                t0 = time.perf_counter()
+                tm.model.train()
+                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device)
+                n_tokens = sum(int(b["loss_mask"].sum()) for b in batches)
+                seen = sum(int(b["attention_mask"].sum()) for b in batches)
+                optimizer.zero_grad(set_to_none=True)
+                loss_total = 0.0
+                for b in batches:
+                    nll, _ = _nll_sum(tm, b)
+                    loss = nll / max(1, n_tokens)
+                    loss.backward()
+                    loss_total += float(loss.detach())
+                grad_norm = grad_norm_and_clip(params, cfg.optim.grad_clip)
+                optimizer.step()
+                scheduler.step()
+                tm.model.eval()
+                seconds = time.perf_counter() - t0
+                metrics: dict[str, Any] = {"train/loss": loss_total, "train/grad_norm": grad_norm,
+                                           "train/lr": float(optimizer.param_groups[0]["lr"]),
+                                           "train/trained_tokens": float(n_tokens), "train/tokens_per_s": seen / seconds,
+                                           "time/training_s": seconds, "train/epoch": float(stream.epoch)}
+                due_val = cfg.validation.every and step % cfg.validation.every == 0
+                if due_val or step == total:
+                    t1 = time.perf_counter()
+                    metrics["val/loss"] = eval_loss(tm, val, s.micro_batch_size, pad_id)
+                    metrics["time/val_loss_s"] = time.perf_counter() - t1
+                    if cfg.validation.accuracy and val_tasks:
+                        acc, _ = validate(env, val_tasks, renderer, cfg)
+                        metrics.update(acc)
+                logger.log(step, metrics)
+                result.history.append({"step": step, **metrics})
+                result.last_step = step
+                if step_hook is not None:
+                    step_hook(step, metrics)
+                info_text = f"loss {loss_total:.3f}" + (f", val {metrics['val/loss']:.3f}" if "val/loss" in metrics else "")
+                bar.update(job, completed=step, info=info_text)
+                if step % cfg.checkpoint.every == 0 or step == total or stop.requested:
+                    metric = metrics.get(cfg.checkpoint.metric)
+                    save_checkpoint(manager, step, tm, optimizer, scheduler,
+                                    {"data": stream.state_dict(), "metric": metric, "metric_name": cfg.checkpoint.metric})
+                if stop.requested:
+                    result.stopped = True
+                    break
+    finally:
+        logger.close()
+    if not result.stopped and result.last_step == total:
+        tm.export(run_dir / "model")
+        if console is not None:
+            console.print(f"done: model in {run_dir / 'model'}")
+    return result

@@ -1,0 +1,192 @@
+"""SFT examples: conversations from replaying ground truth in the environment or from rollout files,
+tokenised with the exact template and ledger rules of generation, loss on assistant tokens only.
+
+Ground truth: each task's ground-truth calls are made through the agent loop by a scripted policy
+(all calls in one turn, or one per turn), so tool outputs are the environment's real answers; a
+final assistant answer closes the episode. Replays the verifier does not accept are dropped.
+
+Rollouts: rows written by `officegym eval` (or a GRPO run) with reward >= min_reward; the
+conversation is the task's input plus the row's `response.output`.
+
+Tokenisation goes turn by turn like the HF policy's token ledger: turn k's prompt is the previous
+prompt + the previous assistant tokens + the template's new scaffolding (tool results, the next
+generation prompt), mask 0; the assistant turn's own tokens, its end-of-turn token included, have
+mask 1. So SFT trains exactly the tokens the model would sample for that turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.formats import responses_items_to_chat_messages
+from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.task import Task, TaskFormatError
+from officegym.core.trajectory import TemplateMismatchError
+from officegym.core.types import ToolCall, ToolSpec
+
+
+@dataclass
+class Conversation:
+    source: str
+    messages: list[dict[str, Any]]
+    tools: list[ToolSpec]
+
+
+@dataclass
+class Example:
+    source: str
+    input_ids: list[int]
+    loss_mask: list[int]
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+@dataclass
+class BuildReport:
+    conversations: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+
+class GroundTruthPolicy:
+    """Makes a task's ground-truth calls (all in turn 0, or one per turn), then answers."""
+
+    name = "ground_truth"
+
+    def __init__(self, calls_per_turn: str = "all", final_answer: str = "Done."):
+        self.calls_per_turn = calls_per_turn
+        self.final_answer = final_answer
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        out = []
+        for r in requests:
+            truth = list(r.task.ground_truth) if r.task is not None else []
+            if self.calls_per_turn == "all":
+                chosen = truth if r.turn == 0 else []
+            else:
+                chosen = truth[r.turn : r.turn + 1]
+            calls = [ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{r.turn}_{i}", c.parse_error)
+                     for i, c in enumerate(chosen)]
+            out.append(Completion(text="", tool_calls=calls) if calls else Completion(text=self.final_answer))
+        return out
+
+
+def ground_truth_conversations(env: Any, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
+                               max_tool_output_chars: int | None, report: BuildReport) -> list[Conversation]:
+    """Replay each task's ground truth through the agent loop; keep the replays the verifier accepts."""
+    usable = [t for t in tasks if t.ground_truth]
+    for _ in range(len(tasks) - len(usable)):
+        report.drop("no ground truth")
+    longest = max((len(t.ground_truth) for t in usable), default=0)
+    steps = 1 + (1 if calls_per_turn == "all" else longest)
+    config = LoopConfig(max_steps=max(steps, 2), max_tool_output_chars=max_tool_output_chars)
+    trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in usable], GroundTruthPolicy(calls_per_turn, final_answer), config))
+    out = []
+    for task, traj in zip(usable, trajs):
+        if not (traj.verdict or {}).get("matched"):
+            report.drop("ground truth not accepted by the verifier")
+            continue
+        out.append(Conversation(f"task:{task.id}", traj.messages, list(env.tools(task))))
+    report.conversations += len(out)
+    return out
+
+
+def _spec(tool: dict[str, Any]) -> ToolSpec:
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    return ToolSpec(str(fn.get("name", "")), str(fn.get("description", "")),
+                    fn.get("parameters") or {"type": "object", "properties": {}})
+
+
+def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report: BuildReport) -> list[Conversation]:
+    """Conversations of rollout rows with reward >= min_reward (eval's rollouts.jsonl format)."""
+    out = []
+    for path in paths:
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"no such rollout file: {p}")
+        for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                report.drop("unreadable line")
+                continue
+            reward = row.get("reward")
+            if not isinstance(reward, int | float) or reward < min_reward:
+                report.drop(f"reward below {min_reward}")
+                continue
+            try:
+                task = Task.from_row({k: v for k, v in row.items() if k not in ("response", "reward", "officegym")})
+                output = (row.get("response") or {}).get("output") or []
+                messages = responses_items_to_chat_messages([*task.input, *output])
+            except (TaskFormatError, AttributeError, TypeError, KeyError):
+                report.drop("malformed row")
+                continue
+            if not any(m.get("role") == "assistant" for m in messages):
+                report.drop("no assistant turn")
+                continue
+            out.append(Conversation(f"{p.name}:{lineno}", messages, [_spec(t) for t in task.tools]))
+    report.conversations += len(out)
+    return out
+
+
+def assistant_turn_text(renderer: Any, messages: list[dict[str, Any]], index: int, tools: list[ToolSpec]) -> str:
+    """The text of assistant message `index` as the model would generate it: what rendering the
+    message adds after the generation prompt, up to and including the end-of-turn marker."""
+    head = renderer.render(messages[:index], tools, True)
+    full = renderer.render(messages[: index + 1], tools, False)
+    if not full.startswith(head):
+        raise TemplateMismatchError(f"{renderer.template_name}: an assistant turn does not follow its generation prompt")
+    body = full[len(head):]
+    eot = renderer.eot_text
+    cut = body.find(eot)
+    return body[: cut + len(eot)] if cut >= 0 else body
+
+
+def encode_conversation(renderer: Any, conv: Conversation) -> Example:
+    """Token ids and the assistant-only loss mask of a conversation (see the module docstring)."""
+    ids: list[int] = []
+    mask: list[int] = []
+    previous: Completion | None = None
+    turn = 0
+    for i, message in enumerate(conv.messages):
+        if message.get("role") != "assistant":
+            continue
+        request = PolicyRequest(messages=conv.messages[:i], tools=conv.tools, turn=turn, previous=previous)
+        prompt = renderer.prompt_ids(request)
+        if prompt[: len(ids)] != ids:
+            raise TemplateMismatchError(f"{conv.source}: turn {turn}'s prompt does not extend the previous turns")
+        completion = renderer.encode(assistant_turn_text(renderer, conv.messages, i, conv.tools))
+        new = prompt[len(ids):]
+        ids += new + completion
+        mask += [0] * len(new) + [1] * len(completion)
+        previous = Completion(prompt_ids=prompt, completion_ids=completion)
+        turn += 1
+    if not any(mask):
+        raise ValueError(f"{conv.source}: no assistant tokens")
+    return Example(conv.source, ids, mask)
+
+
+def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length: int, report: BuildReport) -> list[Example]:
+    out = []
+    for conv in conversations:
+        try:
+            ex = encode_conversation(renderer, conv)
+        except (TemplateMismatchError, ValueError) as exc:
+            report.drop(f"could not tokenise ({type(exc).__name__})")
+            continue
+        if len(ex) > max_length:
+            report.drop(f"longer than max_length={max_length}")
+            continue
+        out.append(ex)
+    return out
