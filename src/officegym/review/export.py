@@ -256,13 +256,16 @@ def _final_text(item: dict[str, Any], kind: str, default: str) -> str:
 def _case(item: dict[str, Any], decision: dict[str, Any], kind: str, task: Task, calls: list[ToolCall],
           expected: bool, envs: Environments) -> dict[str, Any]:
     mode = item_mode(item)
+    row = task.to_row()
+    # The verifier never reads the tool schemas; leaving them out keeps case files small.
+    (row.get("responses_create_params") or {}).pop("tools", None)
     case = {
         "case_id": f"{item['key']}#{decision['id']}:{kind}",
         "kind": "verifier_wrong" if kind.startswith("verifier") else "confirmed",
         "world": item.get("world"),
         "environment": task.environment_name,
         "mode": mode,
-        "task": task.to_row(),
+        "task": row,
         "calls": [c.to_nemo() for c in calls],
         "expected": {"matched": expected},
         "origin": {"item": item["key"], "decision": decision["action"], "reason": decision["reason"],
