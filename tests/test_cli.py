@@ -96,3 +96,18 @@ def test_verify_rollouts_with_and_without_tasks(reference_dir, tmp_path):
 def test_verify_bad_mode(reference_dir):
     res = runner.invoke(app, ["verify", "--rollouts", "x", "--world", str(reference_dir / "csv_data"), "--mode", "strict"])
     assert res.exit_code == 2
+
+
+def test_doctor_lists_every_check_and_says_how_to_fix():
+    from typer.testing import CliRunner
+
+    from officegym.cli import app
+    from officegym.doctor import run_checks
+
+    checks = run_checks()
+    names = {c.name for c in checks}
+    assert {"Python", "officegym", "torch", "transformers", "peft", "SmolLM2-135M cache", "vLLM", "server"} <= names
+    assert all(c.fix for c in checks if c.status == "missing")
+    result = CliRunner().invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "officegym doctor" in result.output and "Python" in result.output

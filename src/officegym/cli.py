@@ -53,8 +53,17 @@ def _world(path: Path | None):
         _fail(str(exc))
 
 
-generate_app = typer.Typer(no_args_is_help=True, help="Generate synthetic data: worlds (and tasks).")
+generate_app = typer.Typer(no_args_is_help=True, help="Generate synthetic data: worlds and verified tasks.")
 app.add_typer(generate_app, name="generate")
+
+
+def _mount_subcommands() -> None:
+    from officegym.review.cli import review_app
+
+    app.add_typer(review_app, name="review")
+
+
+_mount_subcommands()
 
 
 @generate_app.command("world")
@@ -435,6 +444,17 @@ def serve(
                    model=model, model_api=model_api, log_level=log_level)
     except ServeError as exc:
         _fail(str(exc))
+
+
+@app.command()
+def doctor() -> None:
+    """Check Python, torch, the GPU, optional extras and the model cache, and say what to install."""
+    from officegym.doctor import render, run_checks
+
+    checks = run_checks()
+    Console().print(render(checks))
+    if any(c.required and c.status == "missing" for c in checks):
+        raise typer.Exit(1)
 
 
 @app.command()

