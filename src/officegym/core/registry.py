@@ -11,6 +11,12 @@ from officegym.core.protocols import Environment
 # name -> "module:attribute" of a factory; resolved on first use.
 _BUILTIN: dict[str, str] = {
     "workplace_assistant": "officegym.envs.workplace.env:WorkplaceEnvironment",
+    "roles/cto": "officegym.envs.roles.cto:CTOEnvironment",
+    "roles/coo": "officegym.envs.roles.coo:COOEnvironment",
+    "roles/reconcile": "officegym.envs.roles.reconcile:ReconcileEnvironment",
+    "roles/risk": "officegym.envs.roles.risk:RiskEnvironment",
+    "roles/cost": "officegym.envs.roles.cost:CostEnvironment",
+    "roles/council": "officegym.envs.roles.council:CouncilEnvironment",
 }
 _ALIASES: dict[str, str] = {"workplace": "workplace_assistant"}
 _FACTORIES: dict[str, Callable[..., Environment]] = {}

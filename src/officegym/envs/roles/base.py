@@ -1,0 +1,372 @@
+"""What every role environment shares: scenarios, the session, task rows and the verdict.
+
+A role environment is a seeded scenario generator plus read tools plus one final-answer tool (or
+`escalate`). The optimum or the labels are computed when the scenario is generated, so `verify`
+only recomputes the answer's own figures and compares. Tasks carry the scenario's seed and
+difficulty in their metadata; `verify` and `session` rebuild the scenario from them (cached).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from officegym.core.task import Task
+from officegym.core.types import InvalidCall, ToolCall, ToolSpec, Verdict
+from officegym.envs.roles.schema import schema_error
+
+GENERATOR_VERSION = 1
+MODE = "exact"
+ESCALATE = "escalate"
+# A claimed figure matches the recomputed one within 0.5 % (or half a unit for small values).
+CLAIM_RELATIVE = 0.005
+CLAIM_ABSOLUTE = 0.5
+# Share of scenarios built without a feasible answer (the right answer is to escalate).
+INFEASIBLE_SHARE = 0.075
+
+
+class ScenarioError(ValueError):
+    """A task whose metadata does not name a scenario of this environment."""
+
+
+class ToolRefusal(Exception):
+    """A read tool's own refusal (unknown id, ...): the model sees the message."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One generated instance. `public` is what the agent may see (inline or through tools);
+    `private` holds the optimum, labels and the reason an infeasible scenario is infeasible."""
+
+    role: str
+    seed: int
+    difficulty: int
+    infeasible: bool
+    inline: bool
+    public: dict[str, Any]
+    private: dict[str, Any]
+    brief: str
+    lookups: tuple[ToolCall, ...]
+    answer: ToolCall
+    template: str = ""
+
+    @property
+    def ground_truth(self) -> list[ToolCall]:
+        return [*self.lookups, self.answer]
+
+
+@dataclass
+class Grade:
+    """A judged answer: the reward, whether it is fully right, a failure label, components, and
+    sentences a human reads to see why."""
+
+    reward: float
+    matched: bool
+    label: str
+    components: dict[str, float] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RoleResult:
+    """A tool result: the value and a status (ok | rejected | error), rendered on demand."""
+
+    value: Any
+    status: str = "ok"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def text(self) -> str:
+        key = "output" if self.status == "ok" else "error"
+        return json.dumps({key: self.value}, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def claim_matches(claimed: float, actual: float, absolute: float = CLAIM_ABSOLUTE) -> bool:
+    """Whether a figure the answer claims agrees with the recomputed one (0.5 % or `absolute`)."""
+    return abs(claimed - actual) <= max(absolute, CLAIM_RELATIVE * abs(actual))
+
+
+def tidy(x: float) -> float | int:
+    """A whole float as an int (ground-truth claims read as the figures a person would write)."""
+    return int(x) if isinstance(x, float) and x.is_integer() else x
+
+
+def canonical_hash(public: dict[str, Any]) -> str:
+    """Dedup key: the public facts, keys sorted."""
+    return hashlib.sha1(json.dumps(public, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def tool(name: str, description: str, properties: dict[str, Any] | None = None,
+         required: Sequence[str] = ()) -> ToolSpec:
+    return ToolSpec(name, description, {
+        "type": "object", "properties": properties or {}, "required": list(required), "additionalProperties": False,
+    })
+
+
+ESCALATE_SPEC = tool(
+    ESCALATE,
+    "Escalate to a human instead of answering: use it only when no answer can satisfy every hard requirement. "
+    "This ends the episode.",
+    {"reason": {"type": "string", "description": "Which requirement cannot be met, and why."}},
+    ["reason"],
+)
+
+
+def spec_from_schema(schema: dict[str, Any]) -> ToolSpec:
+    fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+    return ToolSpec(str(fn.get("name", "")), str(fn.get("description", "")),
+                    fn.get("parameters") or {"type": "object", "properties": {}}, bool(fn.get("strict", False)))
+
+
+def escalation_grade(scenario: Scenario, answer: ToolCall) -> Grade | None:
+    """The grade when escalation decides the case (escalated, or should have); None otherwise."""
+    why = scenario.private.get("why_infeasible", "")
+    if answer.name == ESCALATE:
+        if scenario.infeasible:
+            return Grade(1.0, True, "correct_escalation", {"escalation_correct": 1.0}, [f"correctly escalated: {why}"])
+        best = scenario.private.get("optimum_note", "a feasible answer exists")
+        return Grade(0.0, False, "wrong_escalation", {"escalation_correct": 0.0},
+                     [f"escalated, but the scenario is feasible: {best}"])
+    if scenario.infeasible:
+        return Grade(0.0, False, "missed_escalation", {"escalation_correct": 0.0},
+                     [f"answered, but no answer satisfies every requirement ({why}): the right answer was to escalate"])
+    return None
+
+
+def optimality_reward(feasible: bool, ratio: float, optimal: bool) -> float:
+    """The shared scalar of section 3.2: feasible x (0.5 [optimal] + 0.5 ratio)."""
+    return (0.5 * optimal + 0.5 * max(0.0, min(1.0, ratio))) if feasible else 0.0
+
+
+class RoleSession:
+    """One episode over a scenario. Read tools answer from the scenario; the first valid answer
+    call is final and later ones are refused. Never raises on model input."""
+
+    def __init__(self, env: RoleEnvironment, scenario: Scenario | None, specs: Sequence[ToolSpec],
+                 problem: str | None = None):
+        self.env = env
+        self.scenario = scenario
+        self.specs = {s.name: s for s in specs}
+        self.problem = problem
+        self.answer: ToolCall | None = None
+        self.extra_answers = 0
+
+    def execute(self, name: Any, arguments: Any = None) -> RoleResult:
+        if self.scenario is None:
+            return RoleResult(self.problem or "this session has no scenario: open it with a task", "error")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError) as exc:
+                return RoleResult(f"arguments are not valid JSON: {exc}", "error")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return RoleResult("arguments must be a JSON object", "error")
+        spec = self.specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            return RoleResult(f"unknown tool {str(name)!r}; available: {', '.join(self.specs)}", "error")
+        error = schema_error(arguments, spec.parameters)
+        if error:
+            return RoleResult(f"{name}: {error}", "error")
+        if name in self.env.answer_tools:
+            if self.answer is not None:
+                self.extra_answers += 1
+                return RoleResult("an answer was already submitted; the first answer is final", "rejected")
+            self.answer = ToolCall(name, arguments)
+            return RoleResult("Answer recorded. The episode is over: reply without calling a tool.")
+        reader = self.env.readers().get(name)
+        if reader is None:
+            return RoleResult(f"tool {name!r} is not available here", "error")
+        try:
+            return RoleResult(reader(self.scenario, arguments))
+        except ToolRefusal as exc:
+            return RoleResult(str(exc), "rejected")
+
+    def call(self, name: str, arguments: Any = None) -> str:
+        return self.execute(name, arguments).text
+
+    def replay(self, calls: Sequence[ToolCall]) -> list[RoleResult]:
+        out = []
+        for c in calls:
+            if c.parse_error is not None:
+                out.append(RoleResult(c.parse_error, "error"))
+            else:
+                out.append(self.execute(c.name, c.arguments))
+        return out
+
+
+class RoleEnvironment:
+    """The Environment protocol for one role; subclasses supply the generator, tools and grader."""
+
+    role: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    answer_tools: ClassVar[tuple[str, ...]] = ()
+    modes: ClassVar[tuple[str, ...]] = (MODE,)
+    mode = MODE
+
+    def __init__(self) -> None:
+        self._spec_cache: dict[int, tuple[list[dict[str, Any]], list[ToolSpec]]] = {}
+        self._schemas: dict[int, list[dict[str, Any]]] = {}
+
+    # -- what a role supplies
+
+    def build(self, seed: int, difficulty: int) -> Scenario:
+        """The scenario of (seed, difficulty); deterministic and cached by the role module."""
+        raise NotImplementedError
+
+    def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
+        """The tools offered at a difficulty level (None: every tool of the role)."""
+        raise NotImplementedError
+
+    def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
+        raise NotImplementedError
+
+    def system_prompt(self, scenario: Scenario) -> str:
+        raise NotImplementedError
+
+    def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
+        raise NotImplementedError
+
+    def make_session(self, scenario: Scenario | None, specs: Sequence[ToolSpec], problem: str | None = None) -> RoleSession:
+        """The session class; a role whose tools keep state (the council) returns its own."""
+        return RoleSession(self, scenario, specs, problem)
+
+    def grade_session(self, session: RoleSession) -> Grade:
+        """Judge a finished session: by default its first valid answer alone."""
+        assert session.scenario is not None and session.answer is not None
+        return self.grade(session.scenario, session.answer)
+
+    # -- shared behaviour
+
+    @property
+    def write_tools(self) -> frozenset[str]:
+        """The answer tools: the only calls that change the outcome (for the shaped reward)."""
+        return frozenset(self.answer_tools)
+
+    def generate_tasks(self, n: int, seed: int, *, difficulty: tuple[int, int] | None = None) -> list[Task]:
+        """`n` tasks from `seed`; each draws a difficulty in `difficulty` (default 1-10) and a
+        scenario seed. The same arguments give the same tasks, and a shorter list is a prefix."""
+        lo, hi = difficulty if difficulty is not None else (1, 10)
+        if not (1 <= lo <= hi <= 10):
+            raise ValueError(f"difficulty must be a range within 1..10, got {difficulty!r}")
+        rng = random.Random(seed)
+        tasks = []
+        for i in range(n):
+            level = rng.randint(lo, hi)
+            scenario = self.build(rng.getrandbits(48), level)
+            tasks.append(self.task_from_scenario(scenario, f"{self.role}-{seed}-{i:05d}"))
+        return tasks
+
+    def task_from_scenario(self, scenario: Scenario, task_id: Any) -> Task:
+        gt = scenario.ground_truth
+        return Task(
+            id=task_id,
+            input=[{"role": "system", "content": self.system_prompt(scenario)},
+                   {"role": "user", "content": scenario.brief}],
+            tools=self._schema_list(scenario.difficulty),
+            ground_truth=gt,
+            environment_name=self.name,
+            category=f"roles_{self.role}",
+            params={"parallel_tool_calls": True, "temperature": 1.0},
+            metadata={
+                "role": self.role,
+                "difficulty": scenario.difficulty,
+                "template": scenario.template,
+                "infeasible": scenario.infeasible,
+                "optimal_steps": len(gt),
+                "scenario": {"seed": scenario.seed, "difficulty": scenario.difficulty, "version": GENERATOR_VERSION},
+                "scenario_hash": canonical_hash(scenario.public),
+            },
+        )
+
+    def _schema_list(self, difficulty: int) -> list[dict[str, Any]]:
+        # One shared list per level: rows stay cheap and tools(task) can cache by identity.
+        cached = self._schemas.get(difficulty)
+        if cached is None:
+            cached = self._schemas[difficulty] = [s.to_schema() for s in self.tool_specs(difficulty)]
+        return cached
+
+    def scenario(self, task: Task) -> Scenario:
+        meta = task.metadata.get("scenario")
+        if not isinstance(meta, dict):
+            raise ScenarioError(f"task {task.id!r} has no scenario metadata (seed, difficulty) for {self.name}")
+        seed, level, version = meta.get("seed"), meta.get("difficulty"), meta.get("version", GENERATOR_VERSION)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ScenarioError(f"task {task.id!r}: scenario seed must be a non-negative integer, got {seed!r}")
+        if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 10:
+            raise ScenarioError(f"task {task.id!r}: scenario difficulty must be 1..10, got {level!r}")
+        if version != GENERATOR_VERSION:
+            raise ScenarioError(f"task {task.id!r} was generated by version {version!r}; this is {GENERATOR_VERSION}")
+        if task.metadata.get("role", self.role) != self.role:
+            raise ScenarioError(f"task {task.id!r} is a {task.metadata.get('role')!r} task, not {self.role!r}")
+        return self.build(seed, level)
+
+    def tools(self, task: Task | None = None) -> list[ToolSpec]:
+        if task is not None and task.tools:
+            cached = self._spec_cache.get(id(task.tools))
+            if cached is None or cached[0] is not task.tools:
+                if len(self._spec_cache) > 4096:
+                    self._spec_cache.clear()
+                cached = (task.tools, [spec_from_schema(t) for t in task.tools])
+                self._spec_cache[id(task.tools)] = cached
+            return list(cached[1])
+        return self.tool_specs(None)
+
+    def session(self, task: Task | None = None) -> RoleSession:
+        if task is None:
+            return self.make_session(None, self.tool_specs(None), f"{self.name} sessions need the task row")
+        try:
+            scenario = self.scenario(task)
+        except ScenarioError as exc:
+            return self.make_session(None, self.tools(task), str(exc))
+        return self.make_session(scenario, self.tools(task))
+
+    def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+        """Judge the first valid answer call; `mode` is accepted and ignored (one exact verifier)."""
+        try:
+            scenario = self.scenario(task)
+        except ScenarioError as exc:
+            return Verdict(0.0, False, MODE, details={"role": self.role, "label": "bad_task", "error": str(exc)})
+        session = self.make_session(scenario, self.tools(task))
+        results = session.replay(calls)
+        invalid = [InvalidCall(i, c.name, str(r.value)) for i, (c, r) in enumerate(zip(calls, results)) if not r.ok]
+        if session.answer is None:
+            tried = any(c.name in self.answer_tools for c in calls)
+            label = "format" if tried else "no_answer"
+            why = "every answer call was malformed" if tried else "no answer was submitted"
+            grade = Grade(0.0, False, label, {}, [why])
+        else:
+            grade = self.grade_session(session)
+        grade.components.setdefault("reward", grade.reward)
+        return Verdict(
+            reward=round(grade.reward, 12), matched=grade.matched, mode=MODE, invalid_calls=invalid,
+            details={
+                "role": self.role, "label": grade.label, "graded": True, "difficulty": scenario.difficulty,
+                "infeasible_scenario": scenario.infeasible, "answer_tool": session.answer.name if session.answer else None,
+                "extra_answers": session.extra_answers, "components": grade.components, "evidence": grade.evidence,
+            },
+        )
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator in [0, 1], guarding a zero or negative denominator."""
+    if denominator <= 0 or not math.isfinite(numerator) or not math.isfinite(denominator):
+        return 0.0
+    return max(0.0, min(1.0, numerator / denominator))
+
+
+def pick_infeasible(rng: random.Random) -> bool:
+    return rng.random() < INFEASIBLE_SHARE
+
+
+def money(x: float) -> str:
+    return f"${x:,.0f}"
