@@ -33,4 +33,3 @@ def test_two_grpo_steps_on_workplace(tmp_path, make_cfg, tiny_model_dir, workpla
     assert all("response" in r and "reward" in r for r in rows)
     assert (run / "config.yaml").exists() and (run / "model" / "config.json").exists()
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_000002"]
-    print(json.dumps(records[-1], indent=1))

@@ -1,0 +1,138 @@
+"""SFT and GRPO end to end with tiny models: SFT steps, kill-and-resume, the CLI, configs, plots,
+and a learning test on the toy pick environment."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def test_config_overrides_and_errors(tmp_path):
+    from officegym.train.config import ConfigError, GRPORunConfig, load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("grpo: {num_prompts_per_step: 2}\nlora: {enabled: true}\n")
+    cfg = load_config(GRPORunConfig, path, ["grpo.num_generations_per_prompt=8", "grpo.reward={shaped: 0.5, binary: 0.5}"])
+    assert cfg.grpo.num_prompts_per_step == 2 and cfg.grpo.num_generations_per_prompt == 8 and cfg.lora.enabled
+    assert cfg.grpo.reward == {"shaped": 0.5, "binary": 0.5}
+    assert cfg.optim.lr == 5e-6 and cfg.optim.min_lr == 5e-7 and cfg.grpo.baseline == "leave_one_out"
+    with pytest.raises(ConfigError, match=r"grpo\.num_generation: unknown key"):
+        load_config(GRPORunConfig, path, ["grpo.num_generation=8"])
+    with pytest.raises(ConfigError, match="greater than or equal to 2"):
+        load_config(GRPORunConfig, path, ["grpo.num_generations_per_prompt=1"])
+    with pytest.raises(ConfigError, match=r"dotted\.key=value"):
+        load_config(GRPORunConfig, path, ["nonsense"])
+
+
+def test_sft_two_steps_assistant_only_mask(tmp_path, make_cfg, tiny_model_dir, workplace_tasks, tiny_world_dir):
+    from officegym.train.modeling import load_train_model, token_renderer
+    from officegym.train.sft import build_examples, train_sft
+
+    cfg = make_cfg("sft", tmp_path / "sft", f"model.name={tiny_model_dir}", f"data.tasks={workplace_tasks}",
+                   f"data.world={tiny_world_dir}", "sft.max_steps=2", "sft.batch_size=2", "sft.micro_batch_size=1",
+                   "validation.every=1", "checkpoint.every=1", "data.val_fraction=0.25")
+    tm = load_train_model(cfg.model, cfg.lora)
+    renderer = token_renderer(tm, cfg)
+    from officegym.train.data import make_environment
+
+    train, val, _, report = build_examples(cfg, renderer, make_environment(cfg.data))
+    assert len(train) == 3 and len(val) == 1 and not report.dropped
+    ex = train[0]
+    trained = renderer.tokenizer.decode([i for i, m in zip(ex.input_ids, ex.loss_mask) if m])
+    assert "<tool_call>" in trained and "Done." in trained and trained.endswith("<|im_end|>")
+    assert "tool_response" not in trained and "Email Bo" not in trained  # tool output and prompt are not trained
+    result = train_sft(cfg)
+    records = [json.loads(x) for x in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2] and all(r["val/loss"] > 0 for r in records)
+    assert result.last_step == 2 and (tmp_path / "sft" / "model" / "config.json").exists()
+
+
+def _weights(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(next((path / "model").glob("*.safetensors"))))
+
+
+def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_dir, toy_tasks):
+    from officegym.train.grpo import train_grpo
+
+    common = [f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", "data.env=toy_pick", "grpo.max_steps=4",
+              "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "checkpoint.every=1",
+              "rollout.max_new_tokens_per_turn=8", "rollout.max_new_tokens_per_episode=16", "optim.lr=1e-3"]
+    full = train_grpo(make_cfg("grpo", tmp_path / "full", *common))
+    assert full.last_step == 4
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_2(step, metrics):
+        if step == 3:  # dies after step 3's update but before its checkpoint: step 3 must be redone
+            raise Killed
+
+    with pytest.raises(Killed):
+        train_grpo(make_cfg("grpo", tmp_path / "cut", *common), step_hook=kill_after_2)
+    resumed = train_grpo(make_cfg("grpo", tmp_path / "cut", *common))
+    assert resumed.start_step == 2 and resumed.last_step == 4
+    a, b = _weights(tmp_path / "full"), _weights(tmp_path / "cut")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    ra = [json.loads(x) for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+    rb = [json.loads(x) for x in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rb] == [1, 2, 3, 4]
+    assert [r["train/reward_mean"] for r in ra] == [r["train/reward_mean"] for r in rb]
+    rows = [json.loads(x) for x in (tmp_path / "cut" / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted({r["officegym"]["step"] for r in rows}) == [1, 2, 3, 4] and len(rows) == 16
+
+
+def test_lora_grpo_and_cli_and_plot(tmp_path, tiny_model_dir, toy_tasks):
+    from typer.testing import CliRunner
+
+    from officegym.train.cli import plot_command, train_app
+
+    pytest.importorskip("peft")
+    out = tmp_path / "lora"
+    args = ["grpo", f"out_dir={out}", f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", "data.env=toy_pick",
+            "model.device=cpu", "model.threads=1", "lora.enabled=true", "lora.r=4", "grpo.max_steps=2",
+            "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "rollout.max_new_tokens_per_turn=8",
+            "logging.tensorboard=false", "validation.every=1", "grpo.loss.kl_beta=0.1", "grpo.mu=2"]
+    result = CliRunner().invoke(train_app, args)
+    assert result.exit_code == 0, result.output
+    assert (out / "checkpoints" / "step_000002" / "adapter").is_dir() and (out / "model" / "config.json").exists()
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert "val/accuracy" in records[-1] and records[-1]["train/kl"] >= 0
+    bad = CliRunner().invoke(train_app, ["grpo", "grpo.bogus=1"])
+    assert bad.exit_code == 2 and "unknown key" in bad.output
+    pytest.importorskip("matplotlib")
+    import typer
+
+    app = typer.Typer()
+    app.command()(plot_command)
+    shown = CliRunner().invoke(app, [str(out)])
+    assert shown.exit_code == 0 and (out / "plots" / "reward.png").exists()
+
+
+def test_reward_rises_on_toy_task(tmp_path, make_cfg, toy_model_dir):
+    """SFT warm start (format only: every SFT task picks 0..9 uniformly), then GRPO on tasks that all
+    ask for 7: the sampled reward must clearly rise within 16 steps."""
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.grpo import train_grpo
+    from officegym.train.sft import train_sft
+
+    write_jsonl(tmp_path / "sft.jsonl", toy.make_tasks(40, seed=1))
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
+    small = ["data.env=toy_pick", "rollout.max_new_tokens_per_turn=16", "rollout.max_new_tokens_per_episode=32"]
+    sft = make_cfg("sft", tmp_path / "sft", f"model.name={toy_model_dir}", f"data.tasks={tmp_path / 'sft.jsonl'}", *small,
+                   "sft.max_steps=40", "sft.batch_size=8", "optim.lr=3e-3", "optim.min_lr=3e-3", "data.val_fraction=0")
+    train_sft(sft)
+    grpo = make_cfg("grpo", tmp_path / "grpo", f"model.name={tmp_path / 'sft' / 'model'}", f"data.tasks={tmp_path / 'rl.jsonl'}",
+                    *small, "grpo.max_steps=16", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=8",
+                    "optim.lr=2e-3", "optim.min_lr=2e-3", "data.val_fraction=0", "checkpoint.every=100",
+                    "grpo.micro_batch_size=16")
+    hist = train_grpo(grpo).history
+    first = sum(h["train/reward_mean"] for h in hist[:3]) / 3
+    last = sum(h["train/reward_mean"] for h in hist[-3:]) / 3
+    print("reward", [round(h["train/reward_mean"], 2) for h in hist])
+    assert last >= first + 0.2, (first, last)
