@@ -447,6 +447,30 @@ def serve(
 
 
 @app.command()
+def pipeline(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Pipeline YAML (configs/quickstart.yaml, ...).")] = None,
+    overrides: Annotated[list[str] | None, typer.Argument(help="dotted.key=value overrides, e.g. tasks.n=500")] = None,
+) -> None:
+    """World -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> report, resumable: rerun to continue."""
+    from officegym.pipeline import Pipeline, PipelineError, load_pipeline_config
+    from officegym.train.config import ConfigError
+
+    try:
+        cfg = load_pipeline_config(str(config) if config else None, overrides or [])
+    except ConfigError as exc:
+        _fail(str(exc))
+    runner = Pipeline(cfg, console)
+    try:
+        runner.run()
+    except (PipelineError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: rerun the same command to continue from the last finished stage or checkpoint[/]")
+        raise typer.Exit(130) from None
+    typer.echo(str(Path(cfg.out_dir) / "report.html"))
+
+
+@app.command()
 def doctor() -> None:
     """Check Python, torch, the GPU, optional extras and the model cache, and say what to install."""
     from officegym.doctor import render, run_checks

@@ -1,0 +1,232 @@
+"""`officegym pipeline`: world -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> report.
+
+Every stage writes into one run folder and is skipped when its output is already there, so an
+interrupted pipeline resumes by running the same command again. The resolved config is saved as
+`config.yaml` in the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from officegym.train.config import atomic_write_text, build_config, load_config, save_config
+
+STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "report")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorldSection(_Section):
+    path: str | None = Field(None, description="an existing csv_data folder; null: generate one")
+    seed: int = 0
+    size: Literal["small", "reference", "large"] = "reference"
+
+
+class TasksSection(_Section):
+    n: int = Field(300, ge=1)
+    seed: int = 0
+    tools: Literal["all", "domain"] = "domain"
+    holdout_templates: int = Field(0, ge=0)
+    templates: list[str] | None = Field(None, description="only these template ids (default: all)")
+
+
+class EvalSection(_Section):
+    split: Literal["validation", "test"] = "validation"
+    max_tasks: int | None = Field(64, ge=1)
+    k: int = Field(1, ge=1)
+    max_steps: int = Field(6, ge=1)
+    max_new_tokens: int = Field(256, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    batch_size: int = Field(8, ge=1)
+    threads: int | None = Field(None, ge=1)
+    max_tool_output_chars: int | None = 2000
+
+
+class PipelineConfig(_Section):
+    out_dir: str = "runs/pipeline"
+    model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
+    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "report"]] = list(STAGES)
+    world: WorldSection = Field(default_factory=WorldSection)
+    tasks: TasksSection = Field(default_factory=TasksSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+    sft: dict[str, Any] = Field(default_factory=dict, description="SFT config sections (as in configs/sft_*.yaml)")
+    grpo: dict[str, Any] = Field(default_factory=dict, description="GRPO config sections (as in configs/grpo_*.yaml)")
+
+
+class PipelineError(RuntimeError):
+    """A stage cannot run (its input is missing or broken); the message names the stage."""
+
+
+class Pipeline:
+    def __init__(self, cfg: PipelineConfig, console: Any = None):
+        self.cfg = cfg
+        self.out = Path(cfg.out_dir)
+        self.console = console
+        self.ran: list[str] = []
+        self.skipped: list[str] = []
+
+    # -- paths --------------------------------------------------------------------------------
+    @property
+    def world_dir(self) -> Path:
+        return Path(self.cfg.world.path) if self.cfg.world.path else self.out / "world"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.out / "tasks"
+
+    def _say(self, text: str) -> None:
+        if self.console is not None:
+            self.console.print(text)
+
+    def run(self, hook: Callable[[str], None] | None = None) -> list[str]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        save_config(self.cfg, self.out / "config.yaml")
+        steps: dict[str, tuple[Callable[[], None], Path]] = {
+            "world": (self._world, self.world_dir / "processed" / "emails.csv"),
+            "tasks": (self._tasks, self.tasks_dir / "README.md"),
+            "eval_base": (lambda: self._eval("eval_base", self.cfg.model), self.out / "eval_base" / "metrics.json"),
+            "sft": (self._sft, self.out / "sft" / "model"),
+            "eval_sft": (lambda: self._eval("eval_sft", self._model_after("sft")), self.out / "eval_sft" / "metrics.json"),
+            "grpo": (self._grpo, self.out / "grpo" / "model"),
+            "eval_grpo": (lambda: self._eval("eval_grpo", self._model_after("grpo")), self.out / "eval_grpo" / "metrics.json"),
+            "report": (self._report, self.out / "report.md"),
+        }
+        for stage in STAGES:
+            if stage not in self.cfg.stages:
+                continue
+            fn, done = steps[stage]
+            if done.exists() and stage != "report":
+                self.skipped.append(stage)
+                self._say(f"[dim]{stage}: done already ({done})[/]")
+                continue
+            self._say(f"[bold]{stage}[/]")
+            fn()
+            self.ran.append(stage)
+            if hook is not None:
+                hook(stage)
+        return self.ran
+
+    # -- stages -------------------------------------------------------------------------------
+    def _world(self) -> None:
+        if self.cfg.world.path:
+            if not (self.world_dir / "processed").is_dir():
+                raise PipelineError(f"world: {self.world_dir} is not a csv_data folder")
+            return
+        from officegym.envs.workplace.generate import generate_world, write_world
+
+        write_world(generate_world(self.cfg.world.seed, self.cfg.world.size), self.world_dir, overwrite=True)
+
+    def _tasks(self) -> None:
+        from officegym.sdg.dataset import build_dataset, write_dataset
+
+        t = self.cfg.tasks
+        ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates)
+        write_dataset(ds, self.tasks_dir)
+        self._say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
+
+    def _eval_tasks(self):
+        from officegym.core.task import read_tasks
+
+        path = self.tasks_dir / f"{self.cfg.eval.split}.jsonl"
+        if not path.exists():
+            raise PipelineError(f"eval: {path} is missing; run the tasks stage")
+        tasks = read_tasks(path)
+        return tasks[: self.cfg.eval.max_tasks] if self.cfg.eval.max_tasks else tasks
+
+    def _model_after(self, stage: str) -> str:
+        model = self.out / stage / "model"
+        if not model.exists():
+            raise PipelineError(f"{stage} produced no model at {model}; run that stage first")
+        return str(model)
+
+    def _eval(self, name: str, model: str) -> None:
+        from officegym.agent.loop import LoopConfig
+        from officegym.agent.policies import make_policy
+        from officegym.core.policy import SamplingParams
+        from officegym.envs.workplace.env import WorkplaceEnvironment
+        from officegym.envs.workplace.tools import WRITE_TOOLS
+        from officegym.eval.metrics import compute_metrics
+        from officegym.eval.run import run_eval
+
+        e = self.cfg.eval
+        tasks = self._eval_tasks()
+        spec = model if model == "smollm2-135m" or ":" in model or model in ("oracle", "noop", "random") else f"hf:{model}"
+        options = {"batch_size": e.batch_size, "threads": e.threads} if spec.startswith(("hf:", "smollm2")) else {}
+        policy = make_policy(spec, **options)
+        config = LoopConfig(max_steps=e.max_steps, max_tool_output_chars=e.max_tool_output_chars,
+                            params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
+        env = WorkplaceEnvironment(str(self.world_dir))
+        out = self.out / name
+        result = run_eval(env, tasks, policy, out, k=e.k, config=config)
+        close = getattr(policy, "close", None)
+        if close is not None:
+            close()
+        metrics = compute_metrics(result.rows, tasks, WRITE_TOOLS)
+        atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
+        self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
+
+    def _train_data(self) -> dict[str, Any]:
+        return {"tasks": str(self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
+                "world": str(self.world_dir), "tools": self.cfg.tasks.tools}
+
+    def _sft(self) -> None:
+        from officegym.train.config import SFTRunConfig
+        from officegym.train.sft import train_sft
+
+        data = _merge(self.cfg.sft, {"out_dir": str(self.out / "sft"), "data": self._train_data()})
+        data.setdefault("model", {}).setdefault("name", self.cfg.model)
+        cfg = build_config(SFTRunConfig, data)
+        result = train_sft(cfg, self.console)
+        if result.stopped:
+            raise KeyboardInterrupt
+        self._plot(self.out / "sft")
+
+    def _grpo(self) -> None:
+        from officegym.train.config import GRPORunConfig
+        from officegym.train.grpo import train_grpo
+
+        start = self._model_after("sft") if "sft" in self.cfg.stages else self.cfg.model
+        data = _merge(self.cfg.grpo, {"out_dir": str(self.out / "grpo"), "data": self._train_data()})
+        data.setdefault("model", {})["name"] = start
+        cfg = build_config(GRPORunConfig, data)
+        result = train_grpo(cfg, self.console)
+        if result.stopped:
+            raise KeyboardInterrupt
+        self._plot(self.out / "grpo")
+
+    def _plot(self, run_dir: Path) -> None:
+        try:
+            from officegym.train.plot import plot_run
+
+            plot_run(run_dir)
+        except Exception as exc:  # plots are a nicety: a missing matplotlib must not fail training
+            self._say(f"[yellow]no plots for {run_dir}: {exc}[/]")
+
+    def _report(self) -> None:
+        from officegym.pipeline_report import write_pipeline_report
+
+        write_pipeline_report(self.out)
+
+
+def _merge(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `forced` written over it, section by section."""
+    import copy
+
+    out = copy.deepcopy(base)
+    for key, value in forced.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def load_pipeline_config(path: str | None, overrides: list[str]) -> PipelineConfig:
+    return load_config(PipelineConfig, path, overrides)
