@@ -223,3 +223,38 @@ def test_flag_run_queues_refreshes_and_keeps_decisions(tmp_path, review_run, env
     assert store.count(Filters(reason="random_audit")) == 12
     assert [e["action"] for e in store.audit()] == ["flag", "reject", "flag"]  # newest first
     store.close()
+
+
+def test_odd_rows_never_crash_flagging_or_the_item_page(maker, tasks, env, gt, tmp_path, envs):
+    base = maker.row(tasks["reply"], gt(tasks["reply"]), 0)
+    odd = []
+    for k, (path, value) in enumerate([
+        (("officegym", "verdict"), "not a dict"), (("officegym",), None), (("reward",), "abc"), (("reward",), float("nan")),
+        (("response", "output"), [None, 3, {"type": "function_call", "name": 5, "arguments": [1]}, {"type": "message"}]),
+        (("officegym", "call_status"), "xx"), (("officegym", "reward_components"), {"efficiency": "high"}),
+        (("ground_truth",), "not a list"), (("officegym", "verdict", "diff"), {"emails": {"changed": [{"fields": {"a": 1}}]}}),
+    ]):
+        row = json.loads(json.dumps(base))
+        row["officegym"]["sample_index"] = k
+        target = row
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        odd.append(row)
+    odd.append({**json.loads(json.dumps(base)), "responses_create_params": {"input": 5}})  # task unreadable
+    report = flag_rows(_refs(odd), FlagConfig(audit_share=1.0), lambda ref, task: env)
+    assert len(report.items) == len(odd) - 1 and any("task row unreadable" in p for p in report.problems)
+    from fastapi.testclient import TestClient
+
+    from officegym.review.app import create_app
+
+    store = Store(tmp_path / "odd.sqlite")
+    items = [{"key": it.key, "run": "r", "source": "f", "line": 1, "task_id": it.ref.task_id, "sample_index": it.sample_index,
+              "reward": it.ref.reward, "priority": it.priority, "reasons": [r.to_dict() for r in it.reasons],
+              "row": it.ref.row, "group": it.group, "world": None} for it in report.items]
+    store.upsert_items(items)
+    with TestClient(create_app(store, envs)) as c:
+        for it in store.list(limit=100):
+            assert c.get(f"/items/{it['id']}").status_code == 200
+        assert c.get("/export/argilla_records.json").status_code == 200
+    store.close()

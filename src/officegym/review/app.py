@@ -122,10 +122,10 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
         samples = item["grp"].get("samples", [])
         context = {
             "item": item, "row": row, "task": task_info, "prompt": views.prompt_messages(row),
-            "turns": views.trajectory_turns(row), "diff": views.diff_tables((row.get("officegym") or {}).get("verdict")),
+            "turns": views.trajectory_turns(row), "diff": views.diff_tables(views.verdict_of(row)),
             "breakdown": views.reward_breakdown(row), "decisions": decisions, "siblings": siblings, "samples": samples,
             "histogram": views.histogram([s.get("reward") for s in samples]),
-            "invalid_fragments": (row.get("officegym") or {}).get("invalid_fragments") or [],
+            "invalid_fragments": views.og_of(row).get("invalid_fragments") or [],
             "reject_reasons": REJECT_REASONS, "reasons": REASONS, "blind": request.query_params.get("blind") == "1",
             "prev_id": prev_id, "next_id": next_id, "carry": carry(f), "calls_text": calls_value,
             "done": DONE.get(request.query_params.get("done", "")), "check": None, "error": None,

@@ -32,7 +32,7 @@ from officegym.core.types import ToolCall
 from officegym.review.actions import item_mode, item_ref, item_task
 from officegym.review.replay import oracle_calls, replay, with_ground_truth
 from officegym.review.store import REJECT_REASONS, Store
-from officegym.review.views import diff_tables, prompt_messages, trajectory_turns
+from officegym.review.views import diff_tables, prompt_messages, trajectory_turns, verdict_of
 from officegym.review.worlds import Environments
 
 EXPORT_FILES: dict[str, str] = {
@@ -368,7 +368,7 @@ def _task_text(row: dict[str, Any]) -> str:
 
 
 def _diff_text(row: dict[str, Any]) -> str:
-    verdict = (row.get("officegym") or {}).get("verdict")
+    verdict = verdict_of(row)
     tables = diff_tables(verdict)
     if not tables:
         return "no difference from the expected state" if verdict else "no verdict"

@@ -143,8 +143,8 @@ def _difficulty(task: Task) -> float | None:
 
 def _calls_count(ref: RolloutRef) -> tuple[int, int]:
     """(calls made, invalid ones: failed statuses plus malformed fragments)."""
-    status = ref.og.get("call_status") or []
-    frags = ref.og.get("invalid_fragments") or []
+    status = ref.og.get("call_status") if isinstance(ref.og.get("call_status"), list) else []
+    frags = ref.og.get("invalid_fragments") if isinstance(ref.og.get("invalid_fragments"), list) else []
     n = len(ref.calls())
     return n + len(frags), sum(1 for s in status if s != "ok") + len(frags)
 
@@ -300,7 +300,8 @@ def _rollout_reasons(
         if lo <= share <= hi:
             near.append(f"reward {reward:g} is {share:.0%} of the maximum {reward_max:g}")
         rlo, rhi = config.ratio_band
-        for name, value in (ref.og.get("reward_components") or {}).items():
+        components = ref.og.get("reward_components")
+        for name, value in (components if isinstance(components, dict) else {}).items():
             is_ratio = name.rsplit("/", 1)[-1] in config.ratio_components and isinstance(value, int | float)
             if is_ratio and rlo <= value < rhi:
                 near.append(f"{name} = {value:.4g}, just under 1")

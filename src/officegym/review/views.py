@@ -47,8 +47,8 @@ def trajectory_turns(row: dict[str, Any]) -> list[dict[str, Any]]:
     """
     response = row.get("response") if isinstance(row.get("response"), dict) else {}
     output = response.get("output") if isinstance(response.get("output"), list) else []
-    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
-    statuses = og.get("call_status") or []
+    og = og_of(row)
+    statuses = og.get("call_status") if isinstance(og.get("call_status"), list) else []
     n_calls = sum(1 for i in output if isinstance(i, dict) and i.get("type") == "function_call")
     if len(statuses) != n_calls:
         statuses = [None] * n_calls
@@ -98,10 +98,23 @@ def trajectory_turns(row: dict[str, Any]) -> list[dict[str, Any]]:
     return turns
 
 
-def diff_tables(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
+def og_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's `officegym` block, or {} when it is missing or not an object."""
+    og = row.get("officegym")
+    return og if isinstance(og, dict) else {}
+
+
+def verdict_of(row: dict[str, Any]) -> dict[str, Any] | None:
+    verdict = og_of(row).get("verdict")
+    return verdict if isinstance(verdict, dict) else None
+
+
+def diff_tables(verdict: Any) -> list[dict[str, Any]]:
     """The expected-vs-actual state diff, one table each: columns, then rows marked missing
     (expected, absent), extra (present, unexpected) or changed (with the cells that differ)."""
-    diff = (verdict or {}).get("diff") or {}
+    diff = verdict.get("diff") if isinstance(verdict, dict) else None
+    if not isinstance(diff, dict):
+        return []
     out = []
     for name, d in diff.items():
         if not isinstance(d, dict):
@@ -114,10 +127,12 @@ def diff_tables(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
                     columns.append(c)
 
         rows = []
-        for ch in d.get("changed") or []:
-            base = ch.get("row") or {}
+        for ch in d.get("changed") if isinstance(d.get("changed"), list) else []:
+            if not isinstance(ch, dict):
+                continue
+            base = ch.get("row") if isinstance(ch.get("row"), dict) else {}
             see(base)
-            fields = ch.get("fields") or {}
+            fields = ch.get("fields") if isinstance(ch.get("fields"), dict) else {}
             cells = {c: {"value": base.get(c)} for c in base}
             for col, pair in fields.items():
                 exp, got = ([*pair, None, None])[:2] if isinstance(pair, list) else (pair, None)
@@ -126,7 +141,7 @@ def diff_tables(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
                     columns.append(col)
             rows.append({"kind": "changed", "cells": cells})
         for kind in ("missing", "extra"):
-            for r in d.get(kind) or []:
+            for r in d.get(kind) if isinstance(d.get(kind), list) else []:
                 if isinstance(r, dict):
                     see(r)
                     rows.append({"kind": kind, "cells": {c: {"value": v} for c, v in r.items()}})
@@ -135,11 +150,11 @@ def diff_tables(verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def reward_breakdown(row: dict[str, Any]) -> dict[str, Any]:
-    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
-    verdict = og.get("verdict") if isinstance(og.get("verdict"), dict) else {}
+    og = og_of(row)
+    verdict = verdict_of(row) or {}
     return {
         "reward": row.get("reward"),
-        "components": og.get("reward_components") or {},
+        "components": og.get("reward_components") if isinstance(og.get("reward_components"), dict) else {},
         "matched": verdict.get("matched"),
         "mode": verdict.get("mode"),
         "other_mode": verdict.get("other_mode"),
@@ -154,8 +169,7 @@ def reward_breakdown(row: dict[str, Any]) -> dict[str, Any]:
 
 def failure_label(row: dict[str, Any]) -> str:
     """A short label of why the verifier decided as it did."""
-    og = row.get("officegym") if isinstance(row.get("officegym"), dict) else {}
-    verdict = og.get("verdict") if isinstance(og.get("verdict"), dict) else None
+    verdict = verdict_of(row)
     if verdict is None:
         return "no verdict"
     if verdict.get("matched"):
