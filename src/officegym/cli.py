@@ -59,8 +59,11 @@ app.add_typer(generate_app, name="generate")
 
 def _mount_subcommands() -> None:
     from officegym.review.cli import review_app
+    from officegym.train.cli import plot_command, train_app
 
     app.add_typer(review_app, name="review")
+    app.add_typer(train_app, name="train")
+    app.command("plot")(plot_command)
 
 
 _mount_subcommands()

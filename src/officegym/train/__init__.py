@@ -1,32 +1,28 @@
-"""Training: the pure GRPO math (advantages, losses) and training rows from the token ledger.
+"""Training: the pure GRPO math (advantages, losses), training rows from the token ledger, and the
+SFT/GRPO trainers beside them.
 
-Needs torch (pip install 'officegym[train]'). Trainer modules live beside these.
+Needs torch (pip install 'officegym[train]'). Names are imported on first use, so that importing a
+light submodule (the config system, the CLI) does not load torch.
 """
 
-from officegym.train.advantages import group_advantages, zero_variance_groups
-from officegym.train.ledger import LedgerRow, audit_row, collate, ledger_row, ledger_rows, mask_spans
-from officegym.train.losses import (
-    LossOutput,
-    aggregate,
-    entropy_from_logits,
-    global_normaliser,
-    policy_loss,
-    token_logprobs,
-)
+from __future__ import annotations
 
-__all__ = [
-    "LedgerRow",
-    "LossOutput",
-    "aggregate",
-    "audit_row",
-    "collate",
-    "entropy_from_logits",
-    "global_normaliser",
-    "group_advantages",
-    "ledger_row",
-    "ledger_rows",
-    "mask_spans",
-    "policy_loss",
-    "token_logprobs",
-    "zero_variance_groups",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "group_advantages": "advantages", "zero_variance_groups": "advantages",
+    "LedgerRow": "ledger", "audit_row": "ledger", "collate": "ledger", "ledger_row": "ledger",
+    "ledger_rows": "ledger", "mask_spans": "ledger",
+    "LossOutput": "losses", "aggregate": "losses", "entropy_from_logits": "losses", "global_normaliser": "losses",
+    "policy_loss": "losses", "token_logprobs": "losses",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'officegym.train' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"officegym.train.{module}"), name)
