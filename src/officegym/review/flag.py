@@ -171,10 +171,19 @@ def flag_rows(
         return items[key]
 
     for g in groups:
+        # The samples of a group share their task row: parse one (parsing copies the whole row).
         tasks: list[Task | None] = []
+        parsed: Task | None = None
+        parsed_key: Any = None
         for _, ref in g.samples:
+            key = (ref.row.get("ground_truth"), ref.row.get("responses_create_params"), ref.row.get("id"))
+            if parsed is not None and key == parsed_key:
+                tasks.append(parsed)
+                continue
             try:
-                tasks.append(ref.task())
+                parsed = ref.task()
+                parsed_key = key
+                tasks.append(parsed)
             except TaskFormatError as exc:
                 problems.append(f"{ref.source}:{ref.line}: task row unreadable ({exc}); not flagged")
                 tasks.append(None)

@@ -87,19 +87,28 @@ def state_fingerprint(env: Environment, task: Task | None, calls: Sequence[ToolC
     """
     session, results = replay(env, task, calls)
     table = getattr(session, "table", None)
-    if table is not None:
+    world = getattr(session, "world", None)
+    if table is not None and world is not None:
         from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, TABLE_COLUMNS
 
         parts = {}
         for name in COMPARED_TABLES:
             state = table(name)
+            base_rows = world.tables.get(name, ())
             id_col = ID_COLUMNS[name]
             skip = TABLE_COLUMNS[name].index(id_col) if id_col else None
-            base, new = [], []
+            changed, new, present = [], [], set()
             for row, origin in zip(state.rows, state.origins):
-                cells = [_cell(c) for i, c in enumerate(row) if origin is not None or i != skip]
-                (base if origin is not None else new).append([origin, cells] if origin is not None else cells)
-            parts[name] = {"base": base, "new": sorted(new, key=json.dumps)}
+                if origin is None:
+                    new.append([_cell(c) for i, c in enumerate(row) if i != skip])
+                    continue
+                present.add(origin)
+                # Rows the episode never touched are the world's own tuples: skip them cheaply.
+                if origin < len(base_rows) and row is base_rows[origin]:
+                    continue
+                changed.append([origin, [_cell(c) for c in row]])
+            deleted = [o for o in range(len(base_rows)) if o not in present]
+            parts[name] = {"changed": changed, "deleted": deleted, "new": sorted(new, key=json.dumps)}
         return json.dumps(parts, sort_keys=True)
     is_write = writes if callable(writes) else (writes.__contains__ if writes is not None else None)
     done = sorted(
@@ -121,17 +130,19 @@ def fingerprint_diff(a: str, b: str, limit: int = 4) -> list[str]:
     out = []
     for table in sorted(set(sa) | set(sb)):
         ta, tb = sa.get(table, {}), sb.get(table, {})
-        base_a = {o: cells for o, cells in ta.get("base", [])}
-        base_b = {o: cells for o, cells in tb.get("base", [])}
+        base_a = {o: cells for o, cells in ta.get("changed", [])}
+        base_b = {o: cells for o, cells in tb.get("changed", [])}
         for origin in sorted(set(base_a) | set(base_b)):
             ra, rb = base_a.get(origin), base_b.get(origin)
             if ra != rb:
                 if ra is None or rb is None:
-                    out.append(f"{table}: base row {origin} {'absent' if ra is None else 'present'} vs "
-                               f"{'absent' if rb is None else 'present'}")
+                    out.append(f"{table}: base row {origin} changed in only one state")
                 else:
                     cols = [f"{x!r} vs {y!r}" for x, y in zip(ra, rb) if x != y]
                     out.append(f"{table}: base row {origin}: " + ", ".join(cols))
+        del_a, del_b = set(ta.get("deleted", [])), set(tb.get("deleted", []))
+        if del_a != del_b:
+            out.append(f"{table}: deleted base rows {sorted(del_a)} vs {sorted(del_b)}")
         new_a = [json.dumps(r) for r in ta.get("new", [])]
         new_b = [json.dumps(r) for r in tb.get("new", [])]
         only_a = [r for r in new_a if r not in new_b]

@@ -58,8 +58,11 @@ def spec_for_run(run_dir: Path, override: str | os.PathLike[str] | dict[str, Any
         if isinstance(world, str) and world not in ("", "None"):
             path = Path(world)
             if not path.is_absolute():
-                path = (Path.cwd() / path).resolve()
-            return spec_for_path(path)
+                # run.json keeps --world as typed: relative to where eval ran, which is unknown;
+                # try here, then beside the run folder.
+                tries = [Path.cwd() / path, Path(run_dir).resolve().parent / path, Path(run_dir).resolve() / path]
+                path = next((p for p in tries if p.exists()), tries[0])
+            return spec_for_path(path.resolve())
     return dict(DEFAULT_WORLD)
 
 
