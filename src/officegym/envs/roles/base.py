@@ -236,6 +236,11 @@ class RoleEnvironment:
     def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
         raise NotImplementedError
 
+    def oracle_turns(self, scenario: Scenario) -> list[int]:
+        """How many ground-truth calls go in each turn when replayed turn by turn: the lookups, then
+        the answer (so that every lookup's output is seen before the answer uses it)."""
+        return [len(scenario.lookups), 1] if scenario.lookups else [1]
+
     def make_session(self, scenario: Scenario | None, specs: Sequence[ToolSpec], problem: str | None = None) -> RoleSession:
         """The session class; a role whose tools keep state (the council) returns its own."""
         return RoleSession(self, scenario, specs, problem)
@@ -283,6 +288,7 @@ class RoleEnvironment:
                 "template": scenario.template,
                 "infeasible": scenario.infeasible,
                 "optimal_steps": len(gt),
+                "oracle_turns": self.oracle_turns(scenario),
                 "scenario": {"seed": scenario.seed, "difficulty": scenario.difficulty, "version": GENERATOR_VERSION},
                 "scenario_hash": canonical_hash(scenario.public),
             },

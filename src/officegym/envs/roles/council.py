@@ -679,6 +679,10 @@ class CouncilEnvironment(RoleEnvironment):
     def system_prompt(self, scenario: Scenario) -> str:
         return MEDIATOR_SYSTEM.format(commit=COMMIT, escalate=ESCALATE)
 
+    def oracle_turns(self, scenario: Scenario) -> list[int]:
+        # facts first, then the proposal (its plan id comes back), then the commit
+        return [len(MEMBERS), 1] if scenario.infeasible else [len(MEMBERS), 1, 1]
+
     def make_session(self, scenario: Scenario | None, specs: Sequence[ToolSpec], problem: str | None = None) -> RoleSession:
         return CouncilSession(self, scenario, specs, problem)
 

@@ -150,6 +150,23 @@ def solve(public: dict[str, Any]) -> tuple[float, dict[str, str] | None]:
     return value, {c["component"]: groups[k][j] for k, (c, j) in enumerate(zip(comps, choice))}
 
 
+def draw_option(r: Callable[[], float], comp: str, vendor: str, critical: bool) -> dict[str, Any]:
+    """One option. Price follows a hidden grade that also buys latency and availability, so cheap
+    options tend to be slow and fragile, while the team knows the simpler (cheaper) tools best:
+    requirements pull in different directions and force trade-offs across components."""
+    grade = r()
+    return {
+        "id": f"{comp}.{vendor}", "component": comp, "vendor": vendor,
+        "monthly_usd": 200 + 50 * min(76, int((0.15 + 0.85 * grade) * (0.6 + 0.8 * r()) * 60)),
+        "migration_usd": 1000 * int(r() * 31),
+        "p95_latency_ms": 2 + int((1 - grade) * 28 + r() * 10) if critical else None,
+        "availability": AVAILABILITIES[min(3, int(grade * 3 + r() * 1.2))],
+        "compliance": [t for t in TAGS if r() < 0.6],
+        "skill_fit": round(0.3 + 0.7 * (1 - grade) ** 0.5 * (0.6 + 0.4 * r()), 2), "lock_in": r() < 0.3,
+        "incompatible_with": [],
+    }
+
+
 def _draw_options(rng: random.Random, comps: list[tuple[str, bool]], n_opt: int, trap_share: float,
                   compliance: bool) -> dict[str, dict[str, Any]]:
     options: dict[str, dict[str, Any]] = {}
@@ -157,15 +174,7 @@ def _draw_options(rng: random.Random, comps: list[tuple[str, bool]], n_opt: int,
         group = []
         r = rng.random  # plain random() draws: randrange costs several times more per call
         for vendor in rng.sample(VENDORS[comp], n_opt):
-            group.append({
-                "id": f"{comp}.{vendor}", "component": comp, "vendor": vendor,
-                "monthly_usd": 200 + 50 * int(r() * 77), "migration_usd": 1000 * int(r() * 31),
-                "p95_latency_ms": 2 + int(r() * 39) if critical else None,
-                "availability": AVAILABILITIES[int(r() * 4)],
-                "compliance": [t for t in TAGS if r() < 0.6],
-                "skill_fit": round(0.3 + 0.7 * r(), 2), "lock_in": r() < 0.3,
-                "incompatible_with": [],
-            })
+            group.append(draw_option(r, comp, vendor, critical))
         cheapest = min(tco(x) for x in group)
         for o in group[1:]:
             if rng.random() < trap_share:
@@ -196,7 +205,7 @@ def _cheapest(public: dict[str, Any], allowed: dict[str, list[str]]) -> dict[str
 
 
 def _witness_option(rng: random.Random, group: list[dict[str, Any]]) -> str:
-    if rng.random() < 0.3:
+    if rng.random() < 0.6:
         return rng.choice(group)["id"]
     return min(group, key=lambda o: ((o["p95_latency_ms"] or 0) / 40 - (o["availability"] - 0.995) * 200
                                      - o["skill_fit"], o["id"]))["id"]
@@ -236,17 +245,17 @@ def _draw(rng: random.Random, difficulty: int, infeasible: bool) -> dict[str, An
     if "latency" in families and crit:
         at_witness = sum(options[witness[c]]["p95_latency_ms"] for c in crit)
         at_cheapest = sum(options[cheap[c]]["p95_latency_ms"] for c in crit)
-        req["latency_slo_ms"] = at_witness + math.floor(rng.uniform(0.0, 0.6) * max(0, at_cheapest - at_witness))
+        req["latency_slo_ms"] = at_witness + math.floor(rng.uniform(0.0, 0.4) * max(0, at_cheapest - at_witness))
     if "availability" in families:
         at_witness = sum(math.log(options[witness[c]]["availability"]) for c in allowed)
         at_cheapest = sum(math.log(options[cheap[c]]["availability"]) for c in allowed)
-        target = math.exp(at_witness + rng.uniform(0.0, 0.6) * min(0.0, at_cheapest - at_witness))
+        target = math.exp(at_witness + rng.uniform(0.0, 0.4) * min(0.0, at_cheapest - at_witness))
         req["availability_slo"] = math.floor(target * 1e5) / 1e5
     if "skill" in families:
         at_witness = sum(options[witness[c]]["skill_fit"] for c in allowed) / len(allowed)
         at_cheapest = sum(options[cheap[c]]["skill_fit"] for c in allowed) / len(allowed)
         gap = min(0.0, at_cheapest - at_witness)
-        req["min_avg_skill_fit"] = math.floor((at_witness + rng.uniform(0.0, 0.6) * gap) * 100) / 100
+        req["min_avg_skill_fit"] = math.floor((at_witness + rng.uniform(0.0, 0.4) * gap) * 100) / 100
     n_pairs = round((difficulty - 1) / 9 * 2 * n_comp)
     ids = list(options)
     protected = set(witness.values())

@@ -161,11 +161,13 @@ def _scores(rng: random.Random, vendor: str, timeline: int, budget_k: int, scope
     def clamp(x: float) -> int:
         return max(0, min(10, round(x + rng.uniform(-1.5, 1.5))))
 
+    # Levers trade off: scope costs speed and money, speed costs risk, cheap vendors cost compliance.
     base = VENDORS.index(vendor)
     return {
-        "delivery_speed": clamp(11 - timeline / 2.5), "cost_savings": clamp(11 - budget_k / 80),
-        "risk_reduction": clamp((3, 7, 5, 8)[base] + (timeline - 12) / 6), "scope_coverage": clamp(2 * len(scope)),
-        "compliance": clamp((6, 8, 4, 7)[base]),
+        "delivery_speed": clamp(12 - timeline / 2.5 - 0.8 * len(scope)),
+        "cost_savings": clamp(12 - budget_k / 80 - 0.6 * len(scope) + (1, 0, 2, -1)[base]),
+        "risk_reduction": clamp((3, 7, 5, 8)[base] + (timeline - 12) / 4), "scope_coverage": clamp(2 * len(scope)),
+        "compliance": clamp((6, 8, 3, 7)[base] + (budget_k - 500) / 200),
     }
 
 
@@ -197,7 +199,7 @@ def _draw(rng: random.Random, difficulty: int, infeasible: bool) -> dict[str, An
     for memo in memos:
         utilities = sorted(utility(memo, p) for p in plans)
         # tension rises with the level: the status quo sits higher in the stakeholder's utility range
-        memo["status_quo_utility"] = utilities[int(len(utilities) * rng.uniform(0.1, 0.2 + 0.04 * difficulty))]
+        memo["status_quo_utility"] = utilities[int(len(utilities) * rng.uniform(0.05, 0.15 + 0.02 * difficulty))]
         memo["constraints"] = [veto_text(v) for v in memo["vetoes"]]
         memo["assumptions"] = ["utilities are additive over the five plan scores"]
     public = {"stakeholders": names, "rule": rule, "plans": plans, "memos": memos}
