@@ -154,3 +154,15 @@ def test_json_api(client):
     done = c.post(url, json={"action": "reject", "reason": "truth_wrong", "reviewer": "bot"}).json()
     assert done["status"] == "rejected" and store.decisions(ids[("broken", 0)])[0]["reviewer"] == "bot"
     assert c.post("/api/items/999/decisions", json={"action": "accept"}).status_code == 404
+
+
+def test_cross_origin_posts_are_refused_and_the_api_is_documented(client):
+    c, store, ids = client
+    url = f"/items/{ids[('move', 0)]}/accept"
+    refused = c.post(url, headers={"origin": "http://evil.example"}, follow_redirects=False)
+    assert refused.status_code == 403 and store.get(ids[("move", 0)])["status"] == "pending"
+    same = c.post(url, headers={"origin": "http://testserver"}, follow_redirects=False)
+    assert same.status_code == 303 and store.get(ids[("move", 0)])["status"] == "accepted"
+    assert c.get("/api/docs").status_code == 200
+    paths = c.get("/api/openapi.json").json()["paths"]
+    assert {"/api/items", "/api/items/{item_id}", "/api/counts", "/api/items/{item_id}/decisions"} <= set(paths)

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -54,6 +54,15 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     templates.env.filters["fmt"] = _fmt
     app.state.store = store
     app.state.envs = envs
+
+    @app.middleware("http")
+    async def same_origin(request: Request, call_next):
+        # The UI has no login; at least refuse form posts that another site's page makes a
+        # browser send (browsers add Origin to cross-site POSTs).
+        origin = request.headers.get("origin")
+        if request.method == "POST" and origin and urlparse(origin).netloc != request.headers.get("host"):
+            return JSONResponse({"detail": "cross-origin POST refused"}, status_code=403)
+        return await call_next(request)
 
     @app.exception_handler(ItemNotFoundError)
     async def not_found(request: Request, exc: ItemNotFoundError) -> Response:
