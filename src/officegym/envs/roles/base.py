@@ -348,7 +348,7 @@ class RoleEnvironment:
         if session.answer is None:
             tried = any(c.name in self.answer_tools for c in calls)
             label = "format" if tried else "no_answer"
-            why = "every answer call was malformed" if tried else "no answer was submitted"
+            why = "every answer call was malformed or refused" if tried else "no answer was submitted"
             grade = Grade(0.0, False, label, {}, [why])
         else:
             grade = self.grade_session(session)

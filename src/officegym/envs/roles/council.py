@@ -478,7 +478,7 @@ def score_council(state: CouncilState) -> Grade:
             return Grade(reward, reward >= 1.0 - 1e-9, "correct_escalation", {**base, "escalation_correct": 1.0},
                          [f"correctly escalated: {scenario.private['why_infeasible']}"])
         return Grade(0.0, False, "wrong_escalation", {**base, "escalation_correct": 0.0},
-                     [f"escalated, but a plan satisfies everyone: {scenario.private['optimum_note']}"])
+                     [f"escalated, but the scenario is feasible: {scenario.private['optimum_note']}"])
     selection = state.proposals[what]
     figures = evaluate(state.full, selection)
     feasible = not figures["violations"]
