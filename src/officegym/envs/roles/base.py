@@ -26,8 +26,11 @@ ESCALATE = "escalate"
 # A claimed figure matches the recomputed one within 0.5 % (or half a unit for small values).
 CLAIM_RELATIVE = 0.005
 CLAIM_ABSOLUTE = 0.5
-# Share of scenarios built without a feasible answer (the right answer is to escalate).
-INFEASIBLE_SHARE = 0.075
+# Scenarios built without a feasible answer (the right answer is to escalate): those whose seed is
+# 0, 1 or 2 modulo 40, i.e. 7.5 %. A scenario stays a function of its seed alone, and generate_tasks
+# spreads them evenly, so any run of tasks holds 7.5 % of them to within one task.
+INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES = 40, 3
+INFEASIBLE_SHARE = INFEASIBLE_RESIDUES / INFEASIBLE_MODULUS
 
 
 class ScenarioError(ValueError):
@@ -264,10 +267,13 @@ class RoleEnvironment:
         if not (1 <= lo <= hi <= 10):
             raise ValueError(f"difficulty must be a range within 1..10, got {difficulty!r}")
         rng = random.Random(seed)
+        phase = rng.random()
         tasks = []
         for i in range(n):
             level = rng.randint(lo, hi)
-            scenario = self.build(rng.getrandbits(48), level)
+            # evenly spread: task i is infeasible when (i + phase) x share crosses an integer
+            infeasible = math.floor((i + 1) * INFEASIBLE_SHARE + phase) > math.floor(i * INFEASIBLE_SHARE + phase)
+            scenario = self.build(scenario_seed(rng, infeasible), level)
             tasks.append(self.task_from_scenario(scenario, f"{self.role}-{seed}-{i:05d}"))
         return tasks
 
@@ -370,8 +376,17 @@ def ratio(numerator: float, denominator: float) -> float:
     return max(0.0, min(1.0, numerator / denominator))
 
 
-def pick_infeasible(rng: random.Random) -> bool:
-    return rng.random() < INFEASIBLE_SHARE
+def infeasible_seed(seed: int) -> bool:
+    """Whether the scenario of `seed` is built infeasible (see INFEASIBLE_MODULUS)."""
+    return seed % INFEASIBLE_MODULUS < INFEASIBLE_RESIDUES
+
+
+def scenario_seed(rng: random.Random, infeasible: bool) -> int:
+    """A fresh 48-bit scenario seed of the wanted kind."""
+    base = rng.getrandbits(48) // INFEASIBLE_MODULUS * INFEASIBLE_MODULUS
+    if infeasible:
+        return base + rng.randrange(INFEASIBLE_RESIDUES)
+    return base + INFEASIBLE_RESIDUES + rng.randrange(INFEASIBLE_MODULUS - INFEASIBLE_RESIDUES)
 
 
 def money(x: float) -> str:

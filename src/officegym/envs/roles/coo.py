@@ -25,9 +25,9 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     claim_matches,
     escalation_grade,
+    infeasible_seed,
     money,
     optimality_reward,
-    pick_infeasible,
     tidy,
     tool,
 )
@@ -263,8 +263,8 @@ def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(seed)
-    infeasible = pick_infeasible(rng)
+    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
+    infeasible = infeasible_seed(seed)
     for _ in range(1000):
         drawn = _draw(rng, difficulty, infeasible)
         if drawn is not None:

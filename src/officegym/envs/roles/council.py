@@ -43,8 +43,8 @@ from officegym.envs.roles.base import (
     RoleSession,
     Scenario,
     claim_matches,
+    infeasible_seed,
     money,
-    pick_infeasible,
     tidy,
     tool,
 )
@@ -323,8 +323,8 @@ def _binding_facts(public: dict[str, Any], facts: dict[str, dict[str, Any]], sel
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(seed)
-    infeasible = pick_infeasible(rng)
+    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
+    infeasible = infeasible_seed(seed)
     for _ in range(1000):
         drawn = _draw(rng, difficulty, infeasible)
         if drawn is not None:

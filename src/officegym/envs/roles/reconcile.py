@@ -27,7 +27,7 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     claim_matches,
     escalation_grade,
-    pick_infeasible,
+    infeasible_seed,
     tool,
 )
 from officegym.envs.roles.names import company_and_product
@@ -98,12 +98,15 @@ def veto_text(v: dict[str, Any]) -> str:
 class Table:
     """Utilities, admissibility and rule scores of every plan, for one set of lifted vetoes."""
 
-    def __init__(self, public: dict[str, Any], lifted: str | None = None):
+    def __init__(self, public: dict[str, Any], lifted: str | None = None, base: Table | None = None):
         self.public = public
         memos, plans = public["memos"], public["plans"]
         self.names = [m["agent"] for m in memos]
-        self.u = [[utility(m, p) for m in memos] for p in plans]
-        self.vetoed_by = [[m["agent"] for m in memos if vetoes(m, p)] for p in plans]
+        if base is not None:  # same plans and memos: reuse the utilities and vetoes
+            self.u, self.vetoed_by = base.u, base.vetoed_by
+        else:
+            self.u = [[utility(m, p) for m in memos] for p in plans]
+            self.vetoed_by = [[m["agent"] for m in memos if vetoes(m, p)] for p in plans]
         self.admissible = [not [s for s in v if s != lifted] for v in self.vetoed_by]
         self.status_quo = [m["status_quo_utility"] for m in memos]
         self.weight = [m.get("bargaining_weight", 1) for m in memos]
@@ -149,7 +152,7 @@ def labels(public: dict[str, Any]) -> dict[str, Any]:
     for memo in public["memos"]:
         if not memo["vetoes"]:
             continue
-        lifted = Table(public, memo["agent"])
+        lifted = Table(public, memo["agent"], table)
         top, _ = lifted.winner()
         kept, _ = lifted.winner([i for i in range(len(lifted.u)) if memo["agent"] not in lifted.vetoed_by[i]])
         if top > kept + EPS * max(1.0, abs(top)):
@@ -259,8 +262,8 @@ def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(seed)
-    infeasible = pick_infeasible(rng)
+    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
+    infeasible = infeasible_seed(seed)
     for _ in range(1000):
         drawn = _draw(rng, difficulty, infeasible)
         if drawn is not None:

@@ -27,7 +27,7 @@ from officegym.envs.roles.base import (
     Scenario,
     ToolRefusal,
     escalation_grade,
-    pick_infeasible,
+    infeasible_seed,
     tool,
 )
 
@@ -399,8 +399,8 @@ def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(seed)
-    infeasible = pick_infeasible(rng)
+    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
+    infeasible = infeasible_seed(seed)
     for _ in range(1000):
         drawn = _draw(rng, difficulty, infeasible)
         if drawn is not None:
