@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -103,8 +104,10 @@ def tidy(x: float) -> float | int:
 
 
 def canonical_hash(public: dict[str, Any]) -> str:
-    """Dedup key: the public facts, keys sorted."""
-    return hashlib.sha1(json.dumps(public, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    """Dedup key of the public facts. The generators build them in a fixed order, so equal facts give
+    equal bytes; marshal (format 2, whose bytes do not depend on object sharing) is several times
+    faster than sorted JSON."""
+    return hashlib.sha1(marshal.dumps(public, 2)).hexdigest()[:16]  # version 2: no back-references
 
 
 def tool(name: str, description: str, properties: dict[str, Any] | None = None,
