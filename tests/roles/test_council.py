@@ -180,3 +180,20 @@ def test_mediator_environment_counts_proposal_rounds(envs):
     assert "unknown plan" in session.call("commit_plan", {"plan_id": "PLAN-7", "claimed_tco": 1})
     rejected = env.verify(task, [*gt[:3], ToolCall("commit_plan", {"plan_id": "PLAN-1", "claimed_tco": 5})])
     assert rejected.details["label"] == "format" and rejected.invalid_calls
+
+
+def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
+    from officegym.envs.roles.council_loop import run_council_file, scripted_seat
+
+    out = tmp_path / "councils.jsonl"
+    seats = {"reconcile": scripted_seat("reconcile", "greedy")}
+    first = run_council_file(council_tasks[:3], seats, out)
+    assert len(first) == 3 and len(out.read_text().splitlines()) == 3
+    with open(out, "a") as fh:
+        fh.write('{"task_id": "torn')  # an interrupted write
+    seen = []
+    rows = run_council_file(council_tasks[:5], seats, out, progress=seen.append)
+    assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in council_tasks[:5])
+    assert len(out.read_text().splitlines()) == 5 and sum(seen) == 5
+    assert rows[0]["seats"]["reconcile"] == "greedy-mediator" and rows[0]["trajectories"]["cto"]["turns"]
+    assert scripted_seat("cto", "greedy") is None and scripted_seat("risk", "silent").share is False

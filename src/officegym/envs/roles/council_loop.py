@@ -18,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
@@ -242,6 +245,87 @@ async def run_councils(tasks: Sequence[Task], seats: Mapping[str, Policy], confi
     return list(await asyncio.gather(*(one(t) for t in tasks)))
 
 
+def outcome_row(outcome: CouncilOutcome, seats: Mapping[str, Policy]) -> dict[str, Any]:
+    """A JSON row for a finished council: reward, label, components, evidence, every act, every seat's
+    conversation."""
+    return {
+        "task_id": outcome.task_id, "reward": outcome.reward, "label": outcome.grade.label,
+        "components": outcome.grade.components, "evidence": outcome.grade.evidence, "acts": outcome.state.events,
+        "rounds": outcome.state.rounds, "seconds": outcome.seconds,
+        "seats": {s: getattr(p, "name", type(p).__name__) for s, p in seats.items()},
+        "trajectories": {s: t.to_dict() for s, t in outcome.trajectories.items()},
+    }
+
+
+def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Path,
+                     config: CouncilConfig | None = None, concurrency: int = 8,
+                     progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """Run a council per task and append each row to `out` (JSONL) as it finishes. Tasks whose id is
+    already in the file are skipped (a torn last line from an interrupted run is dropped), so an
+    interrupted run resumes where it stopped. Returns every row, old and new."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = _load_rows(out)
+    done = {json.dumps(r.get("task_id"), default=str) for r in rows}
+    todo = [t for t in tasks if json.dumps(t.id, default=str) not in done]
+    if progress is not None and len(tasks) > len(todo):
+        progress(len(tasks) - len(todo))
+    seats = {s: seats.get(s) or (ScriptedMediator() if s == MEDIATOR else ScriptedMember(s)) for s in SEATS}
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(max(1, concurrency))
+        env = CouncilEnvironment()
+        with open(out, "a", encoding="utf-8") as fh:
+
+            async def one(task: Task) -> None:
+                async with gate:
+                    outcome = await run_council(task, seats, config, env)
+                row = outcome_row(outcome, seats)
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                fh.flush()
+                rows.append(row)
+                if progress is not None:
+                    progress(1)
+
+            await asyncio.gather(*(one(t) for t in todo))
+
+    asyncio.run(main())
+    return rows
+
+
+def _load_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows, torn = [], False
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if i != len(lines) - 1:
+                raise ValueError(f"{path}:{i + 1}: not valid JSON (the file is damaged before its last line)") from None
+            torn = True
+    if torn:  # rewrite without the torn line, atomically, so that appends continue on whole lines
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+        os.replace(tmp, path)
+    return rows
+
+
+def scripted_seat(seat: str, spec: str, max_rounds: int = CouncilConfig.max_rounds) -> Policy | None:
+    """The scripted policy `spec` names for `seat` ("scripted"; "greedy" for the mediator;
+    "silent" for a member that never shares), or None when `spec` is not a scripted one."""
+    if spec == "scripted":
+        return ScriptedMediator() if seat == MEDIATOR else ScriptedMember(seat)
+    if spec == "greedy" and seat == MEDIATOR:
+        return GreedyMediator(max_rounds)
+    if spec == "silent" and seat in MEMBERS:
+        return ScriptedMember(seat, share=False)
+    return None
+
+
 # --- scripted seats
 
 
@@ -422,8 +506,11 @@ __all__ = [
     "GreedyMediator",
     "ScriptedMediator",
     "ScriptedMember",
+    "outcome_row",
     "run_council",
+    "run_council_file",
     "run_councils",
+    "scripted_seat",
     "seat_messages",
     "seat_specs",
     "team_of",
