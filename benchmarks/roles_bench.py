@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or args.n < 1 or args.verify < 1:
         print(f"bad arguments: unknown roles {unknown}" if unknown else "--n and --verify must be >= 1", file=sys.stderr)
         return 2
-    console = Console()
+    console = Console(width=120)
     console.print(f"[bold]machine:[/] {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                   f"Python {platform.python_version()}; CPU time of one process")
     table = Table(title=f"role environments: {args.n:,} scenarios each")

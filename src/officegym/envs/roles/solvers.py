@@ -318,8 +318,11 @@ def best_allocation(problem: AllocationProblem) -> tuple[float, Assignment | Non
 def one_to_one_allocation(problem: AllocationProblem) -> tuple[float, Assignment | None]:
     """The case where everyone takes at most one project and has the hours for any of them: a
     rectangular assignment problem (projects x (staff + one 'unstaffed' column per project))."""
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
+    try:
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+    except ImportError as exc:
+        raise ImportError(f"the role environments need scipy and numpy ({exc}): pip install 'officegym[roles]'") from None
 
     n, n_staff = len(problem.gain), len(problem.capacity)
     big = 1e12
