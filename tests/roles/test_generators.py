@@ -56,7 +56,7 @@ def test_problem_size_grows_with_the_level(name):
     module = MODULES[name]
 
     def size(scenario):
-        p = scenario.public.get("full", scenario.public)
+        p = scenario.private.get("full", scenario.public)
         if "options" in p:
             return len(p["options"])
         if "projects" in p:

@@ -102,7 +102,7 @@ def test_not_escalating_an_infeasible_scenario_scores_zero(envs):
         task = next(t for t in env.generate_tasks(200, 77) if t.metadata["infeasible"])
         s = env.scenario(task)
         if name == "roles/council":
-            full = s.public["full"]
+            full = s.private["full"]
             sel = {c["component"]: c["options"][0] for c in full["components"]}
             calls = [*task.ground_truth[:-1], ToolCall("propose_plan", {"selection": sel}),
                      ToolCall("commit_plan", {"plan_id": "PLAN-1", "claimed_tco": 1.0})]

@@ -183,7 +183,7 @@ def test_reconcile_winner_is_the_argmax_of_the_stated_rule(level):
 def test_council_optimum_is_the_brute_force_optimum():
     for seed in range(40):
         s = council.generate(seed, 1 + seed % 8)
-        full = s.public["full"]
+        full = s.private["full"]
         figures = [council.evaluate(full, sel) for sel in all_selections(full["components"])]
         ok = [f["tco"] for f in figures if all(code == "over_budget" for code, _ in f["violations"])]
         if s.infeasible:

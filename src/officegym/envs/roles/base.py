@@ -58,6 +58,7 @@ class Scenario:
     lookups: tuple[ToolCall, ...]
     answer: ToolCall
     template: str = ""
+    content: dict[str, Any] | None = None  # what the dedup hash covers when it is more than `public`
 
     @property
     def ground_truth(self) -> list[ToolCall]:
@@ -299,7 +300,7 @@ class RoleEnvironment:
                 "optimal_steps": len(gt),
                 "oracle_turns": self.oracle_turns(scenario),
                 "scenario": {"seed": scenario.seed, "difficulty": scenario.difficulty, "version": GENERATOR_VERSION},
-                "scenario_hash": canonical_hash(scenario.public),
+                "scenario_hash": canonical_hash(scenario.content if scenario.content is not None else scenario.public),
             },
         )
 

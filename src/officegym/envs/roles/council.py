@@ -343,10 +343,10 @@ def generate(seed: int, difficulty: int) -> Scenario:
     company, product = company_and_product(rng)
     return Scenario(
         role=ROLE, seed=seed, difficulty=difficulty, infeasible=infeasible, inline=False,
-        public={"components": [{"component": c["component"], "options": c["options"]} for c in public["components"]],
-                "full": public},
-        private={"optimum": drawn["optimum"], "selection": drawn["selection"], "facts": drawn["facts"],
+        public={"components": [{"component": c["component"], "options": c["options"]} for c in public["components"]]},
+        private={"full": public, "optimum": drawn["optimum"], "selection": drawn["selection"], "facts": drawn["facts"],
                  "binding": drawn["binding"], "why_infeasible": drawn["why"], "optimum_note": note},
+        content=public,
         brief=brief(public, company, product), lookups=lookups, answer=answer,
         template=f"{ROLE}/mediator" + ("/escalate" if infeasible else ""),
     )
@@ -392,7 +392,8 @@ class CouncilState:
 
     @property
     def full(self) -> dict[str, Any]:
-        return self.scenario.public["full"]
+        """Every seat's facts together (the mediator sees only what is shared)."""
+        return self.scenario.private["full"]
 
     @property
     def facts(self) -> dict[str, dict[str, Any]]:
@@ -602,6 +603,8 @@ class CouncilSession(RoleSession):
             self.state.rounds = 1  # facts are gathered in the first round
 
     def execute(self, name: Any, arguments: Any = None) -> RoleResult:
+        if self.state is not None and self.answer is not None and name in ("request_facts", "propose_plan"):
+            return RoleResult("the council has ended", "rejected")
         if self.state is None or self.answer is not None or name not in ("request_facts", "propose_plan", COMMIT):
             return self._finish(super().execute(name, arguments), name)
         checked = self._checked(name, arguments)

@@ -375,7 +375,7 @@ class ScriptedMember:
 
     def _one(self, r: PolicyRequest) -> Completion:
         scenario = _scenario(r)
-        full, facts = scenario.public["full"], scenario.private["facts"]
+        full, facts = scenario.private["full"], scenario.private["facts"]
         calls = []
         if self.share and "share_facts" not in _own_calls(r.messages):
             calls.append(ToolCall("share_facts", {"fact_ids": ["all"]}))
