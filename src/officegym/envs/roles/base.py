@@ -268,7 +268,7 @@ class RoleEnvironment:
         """`n` tasks from `seed`; each draws a difficulty in `difficulty` (default 1-10) and a
         scenario seed. The same arguments give the same tasks, and a shorter list is a prefix."""
         lo, hi = difficulty if difficulty is not None else (1, 10)
-        if not (1 <= lo <= hi <= 10):
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi)) or not (1 <= lo <= hi <= 10):
             raise ValueError(f"difficulty must be a range within 1..10, got {difficulty!r}")
         rng = random.Random(seed)
         phase = rng.random()
