@@ -224,24 +224,30 @@ class RoleEnvironment:
         self._spec_cache: dict[int, tuple[list[dict[str, Any]], list[ToolSpec]]] = {}
         self._schemas: dict[int, list[dict[str, Any]]] = {}
 
-    # -- what a role supplies
+    # -- what a role supplies: its module's generator, tools, readers, prompt and grader
+    generator: ClassVar[Callable[[int, int], Scenario]]
+    specs: ClassVar[tuple[ToolSpec, ...]] = ()
+    reader_table: ClassVar[dict[str, Callable[[Scenario, dict[str, Any]], Any]]] = {}
+    system_template: ClassVar[str] = ""  # may use {submit} and {escalate}: the two answer tools
+    grader: ClassVar[Callable[[Scenario, ToolCall], Grade]]
 
     def build(self, seed: int, difficulty: int) -> Scenario:
         """The scenario of (seed, difficulty); deterministic and cached by the role module."""
-        raise NotImplementedError
+        return self.generator(seed, difficulty)
 
     def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
         """The tools offered at a difficulty level (None: every tool of the role)."""
-        raise NotImplementedError
+        return list(self.specs)
 
     def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
-        raise NotImplementedError
+        return self.reader_table
 
     def system_prompt(self, scenario: Scenario) -> str:
-        raise NotImplementedError
+        submit, escalate = self.answer_tools
+        return self.system_template.format(submit=submit, escalate=escalate)
 
     def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
-        raise NotImplementedError
+        return self.grader(scenario, answer)
 
     def oracle_turns(self, scenario: Scenario) -> list[int]:
         """How many ground-truth calls go in each turn when replayed turn by turn: the lookups, then

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -669,15 +669,8 @@ class CouncilEnvironment(RoleEnvironment):
     role = ROLE
     name = "roles/council"
     answer_tools = (COMMIT, ESCALATE)
-
-    def build(self, seed: int, difficulty: int) -> Scenario:
-        return generate(seed, difficulty)
-
-    def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
-        return list(MEDIATOR_SPECS)
-
-    def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
-        return {}
+    generator = staticmethod(generate)
+    specs = tuple(MEDIATOR_SPECS)
 
     def system_prompt(self, scenario: Scenario) -> str:
         return MEDIATOR_SYSTEM.format(commit=COMMIT, escalate=ESCALATE)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from officegym.core.types import ToolCall, ToolSpec
+from officegym.core.types import ToolCall
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
@@ -465,17 +465,8 @@ class CTOEnvironment(RoleEnvironment):
     name = "roles/cto"
     answer_tools = (SUBMIT, ESCALATE)
 
-    def build(self, seed: int, difficulty: int) -> Scenario:
-        return generate(seed, difficulty)
-
-    def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
-        return list(SPECS)
-
-    def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
-        return READERS
-
-    def system_prompt(self, scenario: Scenario) -> str:
-        return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE)
-
-    def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
-        return grade(scenario, answer)
+    generator = staticmethod(generate)
+    specs = tuple(SPECS)
+    reader_table = READERS
+    system_template = SYSTEM
+    grader = staticmethod(grade)

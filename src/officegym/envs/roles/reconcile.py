@@ -406,18 +406,11 @@ class ReconcileEnvironment(RoleEnvironment):
     name = "roles/reconcile"
     answer_tools = (SUBMIT, ESCALATE)
 
-    def build(self, seed: int, difficulty: int) -> Scenario:
-        return generate(seed, difficulty)
+    generator = staticmethod(generate)
+    reader_table = READERS
+    system_template = SYSTEM
+    grader = staticmethod(grade)
 
     def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
         leak = difficulty is not None and difficulty < TOOLS_FROM_LEVEL  # utilities only while the task is easy
         return [*_CORE, *((_EVALUATE,) if leak else ()), *_ANSWER]
-
-    def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
-        return READERS
-
-    def system_prompt(self, scenario: Scenario) -> str:
-        return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE)
-
-    def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
-        return grade(scenario, answer)

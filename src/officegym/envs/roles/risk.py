@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from officegym.core.types import ToolCall, ToolSpec
+from officegym.core.types import ToolCall
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
@@ -550,17 +550,10 @@ class RiskEnvironment(RoleEnvironment):
     name = "roles/risk"
     answer_tools = (SUBMIT, ESCALATE)
 
-    def build(self, seed: int, difficulty: int) -> Scenario:
-        return generate(seed, difficulty)
-
-    def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
-        return list(SPECS)
-
-    def readers(self) -> dict[str, Callable[[Scenario, dict[str, Any]], Any]]:
-        return READERS
+    generator = staticmethod(generate)
+    specs = tuple(SPECS)
+    reader_table = READERS
+    grader = staticmethod(grade)
 
     def system_prompt(self, scenario: Scenario) -> str:
         return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE, rules=rulebook())
-
-    def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
-        return grade(scenario, answer)
