@@ -353,9 +353,9 @@ def _reward(spec: str, writes):
 
 
 def _write_json(path: Path, data) -> None:
-    from officegym.eval.report import _atomic_write
+    from officegym.core.files import atomic_write
 
-    _atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def _print_metrics(m: dict, title: str) -> None:

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from officegym.train.config import atomic_write_text, build_config, load_config, save_config
+from officegym.core.files import atomic_write
+from officegym.train.config import build_config, load_config, save_config
 
 STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "report")
 
@@ -169,7 +170,7 @@ class Pipeline:
         if close is not None:
             close()
         metrics = compute_metrics(result.rows, tasks, WRITE_TOOLS)
-        atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
+        atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
         self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
 
     def _train_data(self) -> dict[str, Any]:

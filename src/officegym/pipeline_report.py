@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from officegym.train.config import atomic_write_text
+from officegym.core.files import atomic_write
 
 EVALS = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
 
@@ -55,7 +55,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     md += ["", "## Training curves", ""]
     md += [f"![{p.stem}]({p.as_posix()})" for p in plots] or ["(no curves: training has not run or matplotlib is missing)"]
     md_path = out / "report.md"
-    atomic_write_text(md_path, "\n".join(md) + "\n")
+    atomic_write(md_path, "\n".join(md) + "\n")
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     images = "".join(f'<figure><img src="{html.escape(p.as_posix())}" width="640"><figcaption>{html.escape(str(p))}</figcaption></figure>'
@@ -65,5 +65,5 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
             f"<h1>officegym pipeline report</h1><p>Run folder: <code>{html.escape(str(out))}</code></p>"
             f"<h2>Before and after</h2><table><tr>{cells}</tr>{body}</table><h2>Training curves</h2>{images}")
     html_path = out / "report.html"
-    atomic_write_text(html_path, page)
+    atomic_write(html_path, page)
     return md_path, html_path

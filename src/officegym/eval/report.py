@@ -9,11 +9,10 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import atomic_write
 from officegym.eval import plots
 
 CSS = """
@@ -27,14 +26,6 @@ white-space:pre-wrap;word-break:break-word;font-size:12px}.ok{color:#1a7f37}.bad
 
 def _pct(x: Any) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
 
 
 def _summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
@@ -147,7 +138,7 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
     """Write report.html (self-contained) and report.md (+ plots/*.png) into out_dir."""
     pngs = _plots(metrics, rows)
     for name, data in pngs.items():
-        _atomic_write(out_dir / "plots" / name, data)
+        atomic_write(out_dir / "plots" / name, data)
     failures = [r for r in rows if not ((r.get("officegym") or {}).get("verdict") or {}).get("matched")]
     sections = _sections(metrics)
     notes = _notes(metrics)
@@ -174,7 +165,7 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         h.append(_transcript(r) + _diff(r) + "</details>")
     h.append("</body></html>")
     html_path = out_dir / "report.html"
-    _atomic_write(html_path, "\n".join(h))
+    atomic_write(html_path, "\n".join(h))
 
     md = [f"# {title}", ""]
     md += [f"> {n}" for n in notes] + ([""] if notes else [])
@@ -189,7 +180,7 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         tables = ", ".join(diff) or "no state diff"
         md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: stop {og.get('stop_reason')}; tables differing: {tables}")
     md_path = out_dir / "report.md"
-    _atomic_write(md_path, "\n".join(md) + "\n")
+    atomic_write(md_path, "\n".join(md) + "\n")
     return html_path, md_path
 
 

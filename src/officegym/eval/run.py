@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Policy
 from officegym.core.protocols import Environment
 from officegym.core.task import Task
@@ -26,27 +26,8 @@ class EvalResult:
 
 
 def load_rollouts(path: Path) -> list[dict[str, Any]]:
-    """Rows already written. An interrupted write can leave a torn last line: it is dropped and the
-    file rewritten without it (atomically) so that appending continues on whole lines."""
-    if not path.exists():
-        return []
-    rows, torn = [], False
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                torn = True
-                continue
-            raise ValueError(f"{path}:{i + 1}: not valid JSON (the file is damaged before its last line)") from None
-    if torn:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
-    return rows
+    """Rows already written (a torn last line from an interrupted run is dropped)."""
+    return load_appendable_jsonl(path)
 
 
 def run_eval(

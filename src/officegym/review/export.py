@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from officegym.core.files import atomic_write
 from officegym.core.task import Task, TaskFormatError, iter_jsonl
 from officegym.core.toolcalls import parse_tool_call
 from officegym.core.types import ToolCall
@@ -153,16 +153,7 @@ def write_export(bundle: ExportBundle, out_dir: str | os.PathLike[str]) -> list[
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in bundle.files.items():
-        target = out / name
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        written.append(target)
+        written.append(atomic_write(out / name, data))
     return written
 
 

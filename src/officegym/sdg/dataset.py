@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import atomic_write
 from officegym.core.task import write_jsonl
 from officegym.sdg.card import dataset_card
 from officegym.sdg.dedup import calls_key
@@ -71,7 +71,7 @@ def write_dataset(ds: Dataset, out: str | os.PathLike[str]) -> dict[str, Path]:
         write_jsonl(paths[split], ds.rows[split])
     card = dataset_card(ds.rows, ds.settings, dict(ds.report.rejected), sorted(ds.plan.held_templates), ds.report.seconds)
     paths["card"] = out / "README.md"
-    _write_text(paths["card"], card)
+    atomic_write(paths["card"], card)
     summary = {
         "settings": ds.settings, "tasks": {k: len(v) for k, v in ds.rows.items()}, "attempts": ds.report.attempts,
         "rejected": dict(ds.report.rejected), "rejection_examples": ds.report.examples,
@@ -81,16 +81,5 @@ def write_dataset(ds: Dataset, out: str | os.PathLike[str]) -> dict[str, Path]:
         "seconds": round(ds.report.seconds, 3),
     }
     paths["summary"] = out / "generation.json"
-    _write_text(paths["summary"], json.dumps(summary, indent=2, sort_keys=True))
+    atomic_write(paths["summary"], json.dumps(summary, indent=2, sort_keys=True))
     return paths
-
-
-def _write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -14,11 +14,12 @@ them; the trainer models follow.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from officegym.core.files import atomic_write
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -134,15 +135,7 @@ def save_config(cfg: BaseModel, path: str | os.PathLike[str]) -> Path:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text)
 
 
 def config_table(cfg: BaseModel, title: str = "config") -> Any:

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import atomic_write
+
 log = logging.getLogger(__name__)
 
 METRICS = "metrics.jsonl"
@@ -57,9 +59,7 @@ def truncate_jsonl(path: Path, keep: Any) -> int:
         else:
             dropped += 1
     if dropped:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, "".join(line + "\n" for line in kept))
     return dropped
 
 

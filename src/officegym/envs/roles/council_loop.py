@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
@@ -264,7 +263,7 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
     already in the file are skipped (a torn last line from an interrupted run is dropped), so an
     interrupted run resumes where it stopped. Returns every row, old and new."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = _load_rows(out)
+    rows = load_appendable_jsonl(out)
     done = {json.dumps(r.get("task_id"), default=str) for r in rows}
     todo = [t for t in tasks if json.dumps(t.id, default=str) not in done]
     if progress is not None and len(tasks) > len(todo):
@@ -289,28 +288,6 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
             await asyncio.gather(*(one(t) for t in todo))
 
     asyncio.run(main())
-    return rows
-
-
-def _load_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows, torn = [], False
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            if i != len(lines) - 1:
-                raise ValueError(f"{path}:{i + 1}: not valid JSON (the file is damaged before its last line)") from None
-            torn = True
-    if torn:  # rewrite without the torn line, atomically, so that appends continue on whole lines
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-        os.replace(tmp, path)
     return rows
 
 

@@ -114,6 +114,7 @@ class WorldView:
             if all(isinstance(c, str) for c in (r[0], r[1], r[2], r[5], r[6], r[7]))
         ]
         self.directory = [a for a in world.directory if isinstance(a, str)]
+        self._match_cache: dict[str, list[Email]] = {}
 
     # -- people -------------------------------------------------------------------------------
     @cached_property
@@ -231,16 +232,12 @@ class WorldView:
     def email_matches(self, query: str) -> list[Email]:
         """What e-mail search returns for `query` (every word a substring of subject/body/address),
         most recent first."""
-        cached = self._match_cache.get(query)
+        cached = self._match_cache.get(query)  # templates ask the same queries many times
         if cached is None:
             words = query.lower().split()
             hits = [e for h, e in self._haystacks if all(w in h for w in words)]
             cached = self._match_cache[query] = sorted(hits, key=lambda e: e.sent, reverse=True)
         return cached
-
-    @cached_property
-    def _match_cache(self) -> dict[str, list[Email]]:
-        return {}
 
     @cached_property
     def nameable_customers(self) -> list[Customer]:
