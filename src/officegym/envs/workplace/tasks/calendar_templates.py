@@ -141,24 +141,33 @@ def _unique_named(events: list[Event]) -> list[Event]:
     return [e for e in events if names.count(e.name.lower()) == 1]
 
 
+def _named_event(w: WorldView, r: random.Random, ok=lambda e: True) -> tuple[date, list[Event], Event]:
+    """An upcoming day with meetings and one of them whose name identifies it on that day."""
+    d, events = _future_day_with_events(w, r)
+    return d, events, pick(r, [e for e in _unique_named(events) if ok(e)])
+
+
+def _update_named(w: WorldView, r: random.Random, d: date, target: Event, field: str, value: str):
+    """The day's phrase, its date steps, and the calls: find the event by name that day, update it."""
+    phrase, steps = _plan_day(w, r, d)
+    lo, hi = day_bounds(d)
+    return phrase, steps, [search_events(w, [target], target.name, lo, hi),
+                           call("calendar_update_event", event_id=target.id, field=field, new_value=value)]
+
+
 @template("calendar.reschedule", "calendar", (
     "Move my '{event}' meeting {day} to {at}",
     "Can you reschedule the '{event}' {day} so it starts at {at}?",
     "Push '{event}' {day} to {at}, please.",
 ))
 def reschedule(w: WorldView, r: random.Random) -> Plan:
-    d, events = _future_day_with_events(w, r)
-    target = pick(r, _unique_named(events))
+    d, events, target = _named_event(w, r)
     others = [e for e in events if e.id != target.id]
     starts = [t for t in free_starts(w, d, target.minutes)
               if t != target.start and all(t + timedelta(minutes=target.minutes) <= e.start or t >= e.end for e in others)]
     new = pick(r, starts)
-    phrase, steps = _plan_day(w, r, d)
-    lo, hi = day_bounds(d)
-    return Plan({"event": target.name, "day": phrase, "at": clock(new)}, [
-        search_events(w, [target], target.name, lo, hi),
-        call("calendar_update_event", event_id=target.id, field="event_start", new_value=stamp(new))],
-        date_steps=steps)
+    phrase, steps, calls = _update_named(w, r, d, target, "event_start", stamp(new))
+    return Plan({"event": target.name, "day": phrase, "at": clock(new)}, calls, date_steps=steps)
 
 
 @template("calendar.change_duration", "calendar", (
@@ -167,15 +176,10 @@ def reschedule(w: WorldView, r: random.Random) -> Plan:
     "'{event}' {day} should last {minutes} minutes - update it please.",
 ))
 def change_duration(w: WorldView, r: random.Random) -> Plan:
-    d, events = _future_day_with_events(w, r)
-    target = pick(r, _unique_named(events))
+    d, _, target = _named_event(w, r)
     minutes = pick(r, [m for m in (30, 60, 90, 120) if m != target.minutes])
-    phrase, steps = _plan_day(w, r, d)
-    lo, hi = day_bounds(d)
-    return Plan({"event": target.name, "day": phrase, "minutes": minutes}, [
-        search_events(w, [target], target.name, lo, hi),
-        call("calendar_update_event", event_id=target.id, field="duration", new_value=str(minutes))],
-        date_steps=steps)
+    phrase, steps, calls = _update_named(w, r, d, target, "duration", str(minutes))
+    return Plan({"event": target.name, "day": phrase, "minutes": minutes}, calls, date_steps=steps)
 
 
 @template("calendar.swap_participant", "calendar", (
@@ -184,15 +188,11 @@ def change_duration(w: WorldView, r: random.Random) -> Plan:
     "Change the participant of '{event}' {day} from {first} to {second}.",
 ))
 def swap_participant(w: WorldView, r: random.Random) -> Plan:
-    d, events = _future_day_with_events(w, r)
-    target = pick(r, [e for e in _unique_named(events) if e.participant in w.people])
+    d, _, target = _named_event(w, r, lambda e: e.participant in w.people)
     other = pick(r, [a for a in w.people if a != target.participant])
-    phrase, steps = _plan_day(w, r, d)
-    lo, hi = day_bounds(d)
-    return Plan({"first": w.first(target.participant), "second": w.first(other), "event": target.name, "day": phrase}, [
-        find(w.first(other)), search_events(w, [target], target.name, lo, hi),
-        call("calendar_update_event", event_id=target.id, field="participant_email", new_value=other)],
-        date_steps=steps)
+    phrase, steps, calls = _update_named(w, r, d, target, "participant_email", other)
+    return Plan({"first": w.first(target.participant), "second": w.first(other), "event": target.name, "day": phrase},
+                [find(w.first(other)), *calls], date_steps=steps)
 
 
 @template("calendar.cond_catch_up", "calendar", (
