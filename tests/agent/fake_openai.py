@@ -11,7 +11,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 
 def _free_port() -> int:
@@ -57,9 +57,11 @@ class FakeOpenAI:
         if chat:
             msg = {"role": "assistant", "content": spec.get("content"), "tool_calls": spec.get("tool_calls")}
             finish = spec.get("finish_reason", "tool_calls" if spec.get("tool_calls") else "stop")
-            return {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
-        return {"id": "r", "object": "response", "output": spec.get("output", []), "usage": {"input_tokens": 10, "output_tokens": 5}}
+            return _json({"id": "c", "object": "chat.completion",
+                          "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+                          "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+        return _json({"id": "r", "object": "response", "output": spec.get("output", []),
+                      "usage": {"input_tokens": 10, "output_tokens": 5}})
 
     def __enter__(self) -> FakeOpenAI:
         self.thread.start()
@@ -71,6 +73,12 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=5)
+
+
+def _json(payload: dict) -> Response:
+    """ASCII JSON, as real servers send it: a lone surrogate in scripted text goes out as a \\ud800
+    escape instead of failing to encode (which would turn a fuzzed answer into an HTTP 500)."""
+    return Response(json.dumps(payload, ensure_ascii=True), media_type="application/json")
 
 
 def tool_call(name: str, arguments: Any, call_id: str = "call_1") -> dict:

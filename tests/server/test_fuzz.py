@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from officegym.envs.workplace.specs import TOOL_SPECS
@@ -181,6 +181,7 @@ def scripted_model(fake_openai):
 @settings(max_examples=int(os.environ.get("OFFICEGYM_FUZZ_EXAMPLES", "60")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(given_input=messages, tools=tool_lists, answer=json_values)
+@example(given_input=[{"role": "user", "content": "hi"}], tools=[], answer="\ud800 lone surrogate")  # a CI fresh-venv find
 def test_fuzzed_run_rows_against_a_model_server(tiny_env, tiny_tasks, scripted_model, given_input, tools, answer):
     model, script = scripted_model
     script["answer"] = answer
