@@ -107,15 +107,19 @@ def generate_tasks_command(
     teacher: Annotated[str | None, typer.Option("--teacher", help="OpenAI-compatible base URL of an LLM that paraphrases queries and writes reasoning trajectories (kept only if they replay to the computed state).")] = None,
     teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
     teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
+    difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
 ) -> None:
     """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from officegym.core import registry
 
+    levels = _difficulty(difficulty) if difficulty is not None else None
     if registry.canonical_name(env) != "workplace_assistant":
-        _generate_env_tasks(env, out, n, seed)
+        _generate_env_tasks(env, out, n, seed, levels)
         return
+    if levels is not None:
+        _fail("--difficulty applies to the role environments (roles/*); workplace tasks get their level from the template")
     from officegym.envs.workplace.world import WorldFormatError
     from officegym.sdg.dataset import build_dataset, write_dataset
 
@@ -146,19 +150,39 @@ def generate_tasks_command(
     typer.echo(str(paths["card"].parent))
 
 
-def _generate_env_tasks(env: str, out: Path, n: int, seed: int) -> None:
-    """Generators of other environments (`env.generate_tasks(n, seed)`), split by task id."""
+def _difficulty(text: str) -> tuple[int, int]:
+    """"LO-HI" or "N" as a range of levels within 1..10 (a clear error otherwise)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
+    if not m or not 1 <= lo <= hi <= 10:
+        _fail(f"--difficulty must be LO-HI (or N) with integers 1 <= LO <= HI <= 10, got {text!r}")
+    return lo, hi
+
+
+def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tuple[int, int] | None = None) -> None:
+    """Generators of other environments (`env.generate_tasks(n, seed, difficulty=...)`), split by task id."""
+    import time
+
     from officegym.core import registry
     from officegym.core.task import write_jsonl
     from officegym.sdg.splits import SPLITS, SplitPlan
 
+    if n < 1:
+        _fail("--n must be at least 1")
     try:
         made = registry.make(env)
     except registry.UnknownEnvironmentError as exc:
         _fail(str(exc))
     if not hasattr(made, "generate_tasks"):
         _fail(f"environment {env!r} has no task generator")
-    tasks = made.generate_tasks(n, seed)
+    start = time.perf_counter()
+    try:
+        tasks = made.generate_tasks(n, seed, **({"difficulty": difficulty} if difficulty is not None else {}))
+    except (ValueError, TypeError) as exc:
+        _fail(f"{env}: {exc}")
+    seconds = time.perf_counter() - start
     plan = SplitPlan()
     rows: dict[str, list] = {k: [] for k in SPLITS}
     for t in tasks:
@@ -169,7 +193,11 @@ def _generate_env_tasks(env: str, out: Path, n: int, seed: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
         write_jsonl(out / f"{split}.jsonl", rows[split])
-    console.print(f"{len(tasks)} {env} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+    _write_json(out / "generation.json", {
+        "env": registry.canonical_name(env), "n": len(tasks), "seed": seed,
+        "difficulty": list(difficulty) if difficulty is not None else [1, 10],
+        "splits": {k: len(v) for k, v in rows.items()}, "seconds": round(seconds, 3)})
+    console.print(f"{len(tasks)} {env} tasks in {seconds:.2f} s: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
     typer.echo(str(out))
 
 
@@ -267,12 +295,13 @@ def _tasks(path: Path):
 
 @app.command("eval")
 def eval_cmd(
-    policy: Annotated[str, typer.Option("--policy", help="oracle | noop | random[:SEED] | openai:MODEL | openai-responses:MODEL | hf:PATH | smollm2-135m | vllm:MODEL")],
+    policy: Annotated[str, typer.Option("--policy", help="oracle | noop | random[:SEED] | greedy | role-random[:SEED] (role environments) | openai:MODEL | openai-responses:MODEL | hf:PATH | smollm2-135m | vllm:MODEL")],
     tasks: Annotated[Path, typer.Option("--tasks", help="Task rows (NeMo Gym JSONL).")],
     out: Annotated[Path, typer.Option("--out", help="Run folder: rollouts.jsonl, metrics.json, report.html/.md.")],
     world: WorldOpt = None,
+    env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the task rows name, else workplace.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
-    mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
+    mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: workplace outcome (default) or nemo_gym; roles exact.")] = None,
     reward: Annotated[str, typer.Option("--reward", help="binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "binary",
     max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 6,
     temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
@@ -290,19 +319,16 @@ def eval_cmd(
     from officegym.agent.loop import LoopConfig
     from officegym.agent.policies import PolicySpecError, make_policy
     from officegym.core.policy import SamplingParams
-    from officegym.envs.workplace.env import WorkplaceEnvironment
-    from officegym.envs.workplace.verify import MODES
     from officegym.eval.metrics import compute_metrics
     from officegym.eval.report import write_report
     from officegym.eval.run import run_eval
 
-    if mode not in MODES:
-        _fail(f"--mode must be one of {', '.join(MODES)}")
-    env = WorkplaceEnvironment(_world(world), mode=mode)
     task_list = _tasks(tasks)[:limit]
-    reward_fn = _reward(reward, env.write_tools)
+    env_name = _eval_env_name(env, task_list)
+    environment, mode = _eval_environment(env_name, world, mode)
+    reward_fn = _reward(reward, environment.write_tools)
     try:
-        pol = make_policy(policy, base_url=base_url, seed=seed)
+        pol = make_policy(policy, base_url=base_url, seed=seed, environment=env_name)
     except (PolicySpecError, FileNotFoundError, OSError) as exc:
         _fail(str(exc))
     preflight = getattr(pol, "preflight", None)
@@ -312,24 +338,107 @@ def eval_cmd(
             _fail(problem)
     config = LoopConfig(max_steps=max_steps, mode=mode,
                         params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
-    run_info = {"policy": policy, "tasks": str(tasks), "world": str(world), "k": k, "mode": mode, "reward": reward,
+    run_info = {"policy": policy, "env": env_name, "tasks": str(tasks),
+                "world": str(world) if env_name == WORKPLACE else None, "k": k, "mode": mode, "reward": reward,
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "base_url": base_url, "limit": limit}
     out.mkdir(parents=True, exist_ok=True)
+    _check_run_env(out, env_name)
     _write_json(out / "run.json", run_info)
     columns = (TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as bar:
         job = bar.add_task("rollouts", total=len(task_list) * k)
         try:
-            result = run_eval(env, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+            result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
                               concurrency=concurrency, progress=lambda n: bar.advance(job, n))
         except ValueError as exc:
             _fail(str(exc))
-    metrics = compute_metrics(result.rows, task_list, env.write_tools)
+    metrics = compute_metrics(result.rows, task_list, environment.write_tools)
     _write_json(out / "metrics.json", metrics)
-    html_path, _ = write_report(out, metrics, result.rows, title=f"officegym eval: {policy}")
+    title = f"officegym eval: {policy}" + ("" if env_name == WORKPLACE else f" on {env_name}")
+    html_path, _ = write_report(out, metrics, result.rows, title=title)
     _print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}")
+
+
+WORKPLACE = "workplace_assistant"
+
+
+def _eval_env_name(given: str | None, task_list) -> str:
+    """The environment to evaluate in: `given`, else the single registered one the rows name, else
+    the workplace. Rows naming another registered environment are a clear error."""
+    from officegym.core import registry
+
+    known = set(registry.names())
+    named = {registry.canonical_name(t.environment_name) for t in task_list if t.environment_name}
+    named &= known
+    if given is None:
+        return named.pop() if len(named) == 1 else WORKPLACE
+    name = registry.canonical_name(given)
+    if name not in known:
+        _fail(str(registry.UnknownEnvironmentError(given)))
+    others = sorted(named - {name})
+    if others:
+        _fail(f"the tasks are for {', '.join(others)}, not {name}: pass --env {others[0]} (or leave --env out)")
+    return name
+
+
+def _eval_environment(name: str, world: Path | None, mode: str | None):
+    """The environment and the verification mode to use (the workplace's default mode: outcome)."""
+    from officegym.core import registry
+
+    if name == WORKPLACE:
+        from officegym.envs.workplace.env import WorkplaceEnvironment
+        from officegym.envs.workplace.verify import MODES
+
+        mode = mode or "outcome"
+        if mode not in MODES:
+            _fail(f"--mode must be one of {', '.join(MODES)}")
+        return WorkplaceEnvironment(_world(world), mode=mode), mode
+    if world is not None:
+        _fail(f"--world applies to the workplace environment; {name} builds its episodes from the task rows")
+    try:
+        made = registry.make(name, **({"mode": mode} if mode is not None else {}))
+    except (ValueError, TypeError) as exc:
+        _fail(f"{name}: {exc}")
+    return made, mode
+
+
+def _check_run_env(out: Path, env_name: str) -> None:
+    """A run folder holds one environment's rollouts: resuming it in another is refused."""
+    try:
+        before = json.loads((out / "run.json").read_text(encoding="utf-8")).get("env", WORKPLACE)
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(before, str) and before != env_name and (out / "rollouts.jsonl").exists():
+        _fail(f"{out} holds rollouts of {before}, not {env_name}: use another --out")
+
+
+def _run_env_name(run_dir: Path, rows: list) -> str:
+    """The environment of an eval run: run.json's `env`, else the one its rows name, else the workplace."""
+    from officegym.core import registry
+
+    try:
+        name = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("env")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if isinstance(name, str) and registry.canonical_name(name) in registry.names():
+        return registry.canonical_name(name)
+    named = {registry.canonical_name(r.get("environment_name")) for r in rows
+             if isinstance(r, dict) and isinstance(r.get("environment_name"), str)}
+    named &= set(registry.names())
+    return named.pop() if len(named) == 1 else WORKPLACE
+
+
+def _write_tools_of(name: str):
+    """Which tools change the outcome in environment `name` (for metrics)."""
+    if name == WORKPLACE:
+        from officegym.envs.workplace.tools import WRITE_TOOLS
+
+        return WRITE_TOOLS
+    from officegym.core import registry
+
+    return registry.make(name).write_tools
 
 
 async def _preflight(pol) -> str | None:
@@ -374,8 +483,7 @@ def _print_metrics(m: dict, title: str) -> None:
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `officegym eval`.")]) -> None:
     """Rebuild metrics.json and the report of an eval run from its rollouts."""
-    from officegym.core.task import Task
-    from officegym.envs.workplace.tools import WRITE_TOOLS
+    from officegym.core.task import Task, TaskFormatError
     from officegym.eval.metrics import compute_metrics
     from officegym.eval.report import write_report
     from officegym.eval.run import ROLLOUTS, load_rollouts
@@ -387,12 +495,17 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     if not rows:
         _fail(f"no rollouts in {run_dir / ROLLOUTS}")
     tasks = {}
-    for r in rows:
-        t = Task.from_row({k: v for k, v in r.items() if k not in ("response", "reward", "officegym")})
+    for i, r in enumerate(rows, 1):
+        try:
+            t = Task.from_row({k: v for k, v in r.items() if k not in ("response", "reward", "officegym")})
+        except TaskFormatError as exc:
+            _fail(f"{run_dir / ROLLOUTS}: row {i}: {exc}")
         tasks[str(t.id)] = t
-    metrics = compute_metrics(rows, list(tasks.values()), WRITE_TOOLS)
+    env_name = _run_env_name(run_dir, rows)
+    metrics = compute_metrics(rows, list(tasks.values()), _write_tools_of(env_name))
     _write_json(run_dir / "metrics.json", metrics)
-    html_path, md_path = write_report(run_dir, metrics, rows, title=f"officegym eval: {run_dir.name}")
+    title = f"officegym eval: {run_dir.name}" + ("" if env_name == WORKPLACE else f" on {env_name}")
+    html_path, md_path = write_report(run_dir, metrics, rows, title=title)
     _print_metrics(metrics, str(run_dir))
     console.print(f"report: {html_path}, {md_path}")
 
@@ -439,14 +552,151 @@ def serve(
         from officegym.server.serve import ServeError, run_server
     except ImportError as exc:
         _fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
-    w = _world(world)  # without --world: the default generated world, as for the other commands
-    console.print(f"officegym: serving {env} ({w.path}) on http://{host}:{port}; Ctrl-C stops")
+    from officegym.core import registry
+
+    if registry.canonical_name(env) == WORKPLACE:
+        w = _world(world)  # without --world: the default generated world, as for the other commands
+        where = f" ({w.path})"
+    elif world is not None:
+        _fail(f"--world applies to the workplace environment; {env} sessions are seeded from the task rows")
+    else:
+        w, where = None, ""
+    console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops")
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
                    max_body_bytes=max_body_bytes, secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
                    model=model, model_api=model_api, log_level=log_level)
     except ServeError as exc:
         _fail(str(exc))
+
+
+@app.command()
+def council(
+    seats: Annotated[str, typer.Option("--seats", help="SEAT=POLICY,... for cto, cost, risk and reconcile (the mediator): scripted | oracle | greedy | silent (members) | random | noop | openai:MODEL | hf:PATH | ...; seats left out are scripted.")] = "",
+    n: Annotated[int, typer.Option("--n", min=1, help="Councils to run (generated tasks).")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="Task seed.")] = 0,
+    difficulty: Annotated[str, typer.Option("--difficulty", help="Levels LO-HI (or N), integers 1-10.")] = "1-10",
+    tasks: Annotated[Path | None, typer.Option("--tasks", help="roles/council task rows instead of generating --n tasks.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for councils.jsonl (every act and conversation; resumable) and summary.json.")] = None,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=50)] = 4,
+    temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
+    sample_seed: Annotated[int | None, typer.Option("--sample-seed", help="Sampling seed for model seats.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server for openai: seats.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+) -> None:
+    """Run executive councils (CTO, Cost, Risk, ReconcileGPT), each seat with its own policy; report
+    the mean team reward, the consensus rate and the valid objections left unresolved."""
+    import asyncio
+    import tempfile
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from officegym.core.policy import SamplingParams
+    from officegym.envs.roles.council import CouncilEnvironment
+    from officegym.envs.roles.council_loop import (
+        CouncilConfig,
+        parse_seats,
+        run_council_file,
+        summarize_councils,
+    )
+
+    try:
+        specs = parse_seats(seats)
+    except ValueError as exc:
+        _fail(f"--seats: {exc}")
+    env = CouncilEnvironment()
+    if tasks is not None:
+        task_list = _tasks(tasks)
+        wrong = sorted({t.environment_name for t in task_list} - {env.name})
+        if wrong:
+            _fail(f"{tasks} holds {', '.join(map(str, wrong))} tasks; councils need {env.name} tasks")
+    else:
+        task_list = env.generate_tasks(n, seed, difficulty=_difficulty(difficulty))
+    policies = _seat_policies(specs, max_rounds, base_url, sample_seed)
+    for policy in {id(p): p for p in policies.values()}.values():
+        if getattr(policy, "preflight", None) is not None:
+            problem = asyncio.run(_preflight(policy))
+            if problem:
+                _fail(problem)
+    config = CouncilConfig(max_rounds=max_rounds, params=SamplingParams(
+        temperature=temperature, max_new_tokens=max_new_tokens, seed=sample_seed))
+    if out is not None:
+        _check_council_run(out, {"specs": specs, "tasks": str(tasks) if tasks else None, "seed": None if tasks else seed,
+                                 "difficulty": None if tasks else list(_difficulty(difficulty)), "max_rounds": max_rounds})
+    with contextlib.ExitStack() as stack:
+        folder = out if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        columns = (TextColumn("[bold]councils"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console) as bar:
+            job = bar.add_task("councils", total=len(task_list))
+            try:
+                rows = run_council_file(task_list, policies, folder / "councils.jsonl", config, concurrency,
+                                        progress=lambda k: bar.advance(job, k))
+            except ValueError as exc:
+                _fail(str(exc))
+        wanted = {json.dumps(t.id, default=str) for t in task_list}
+        rows = [r for r in rows if json.dumps(r.get("task_id"), default=str) in wanted]
+        summary = {"seats": {s: getattr(p, "name", type(p).__name__) for s, p in policies.items()},
+                   "specs": specs, "max_rounds": max_rounds, **summarize_councils(rows)}
+        if out is not None:
+            _write_json(out / "summary.json", summary)
+    table = Table(title="council: " + ", ".join(f"{s}={name}" for s, name in summary["seats"].items()))
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, label, fmt in (("councils", "councils", "{:.0f}"), ("mean_reward", "mean team reward", "{:.3f}"),
+                            ("consensus_rate", "consensus rate", "{:.1%}"),
+                            ("unresolved_objections", "objections left unresolved", "{:.0f}"),
+                            ("unresolved_per_council", "unresolved per council", "{:.2f}"),
+                            ("commit_rate", "commit rate", "{:.1%}"), ("escalation_rate", "escalation rate", "{:.1%}"),
+                            ("mean_rounds", "rounds per council", "{:.2f}")):
+        if key in summary:
+            table.add_row(label, fmt.format(summary[key]))
+    for label, count in summary.get("labels", {}).items():
+        table.add_row(f"label {label}", str(count))
+    Console().print(table)
+    if out is not None:
+        console.print(f"councils: {out / 'councils.jsonl'}; summary: {out / 'summary.json'}")
+
+
+def _check_council_run(out: Path, settings: dict) -> None:
+    """Record what a council folder was run with; resuming it with other settings is refused (its
+    task ids would name other councils)."""
+    path = out / "run.json"
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        before = None
+    if isinstance(before, dict) and (out / "councils.jsonl").exists():
+        changed = [k for k, v in settings.items() if before.get(k) != v]
+        if changed:
+            _fail(f"{out} holds councils run with other {', '.join(changed)}: use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(path, settings)
+
+
+def _seat_policies(specs: dict[str, str], max_rounds: int, base_url: str | None, seed: int | None) -> dict:
+    """A policy per seat: scripted ones built for their seat, model ones shared by seats naming the
+    same spec (so their requests are batched together)."""
+    from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.envs.roles.council_loop import SEATS, scripted_seat
+
+    models: dict[str, object] = {}
+    out = {}
+    for seat in SEATS:
+        spec = specs.get(seat, "scripted")
+        made = scripted_seat(seat, spec, max_rounds)
+        if made is None:
+            if spec.partition(":")[0] in ("role-random", "silent"):
+                _fail(f"--seats: {spec!r} cannot sit at {seat}; use scripted, oracle, greedy, silent (members), random, "
+                      "noop or a model (openai:MODEL, hf:PATH, ...)")
+            if spec not in models:
+                try:
+                    models[spec] = make_policy(spec, base_url=base_url, seed=seed)
+                except (PolicySpecError, FileNotFoundError, OSError) as exc:
+                    _fail(f"--seats {seat}={spec}: {exc}")
+            made = models[spec]
+        out[seat] = made
+    return out
 
 
 @app.command()

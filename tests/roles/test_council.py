@@ -196,4 +196,5 @@ def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
     assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in council_tasks[:5])
     assert len(out.read_text().splitlines()) == 5 and sum(seen) == 5
     assert rows[0]["seats"]["reconcile"] == "greedy-mediator" and rows[0]["trajectories"]["cto"]["turns"]
-    assert scripted_seat("cto", "greedy") is None and scripted_seat("risk", "silent").share is False
+    assert scripted_seat("cto", "greedy").name == "greedy-cto" and scripted_seat("risk", "silent").share is False
+    assert scripted_seat("reconcile", "silent") is None and scripted_seat("cto", "hf:model") is None

@@ -1,5 +1,8 @@
-"""Build a policy from a spec string: oracle | noop | random[:SEED] | openai:MODEL |
-openai-responses:MODEL | hf:PATH_OR_ID | smollm2-135m | vllm:MODEL."""
+"""Build a policy from a spec string: oracle | noop | random[:SEED] | greedy | role-random[:SEED] |
+openai:MODEL | openai-responses:MODEL | hf:PATH_OR_ID | smollm2-135m | vllm:MODEL.
+
+`greedy` and `role-random` are the baselines of the role environments (roles/*): like `oracle`, they
+read the scenario from each request's task, so they need no model and no options."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 from officegym.core.policy import Policy
 
 SCRIPTED = ("oracle", "noop", "random")
+ROLE_BASELINES = ("greedy", "role-random")
 
 
 class PolicySpecError(ValueError):
@@ -15,8 +19,12 @@ class PolicySpecError(ValueError):
 
 
 def make_policy(spec: str, **options: Any) -> Policy:
-    """`options` go to the backend (base_url, api_key_env, device, dtype, threads, batch_size, ...)."""
+    """`options` go to the backend (base_url, api_key_env, device, dtype, threads, batch_size, ...).
+    `environment` (a registered name), when given, is checked against what the policy can play."""
+    environment = options.pop("environment", None)
     kind, _, arg = spec.partition(":")
+    if kind in ROLE_BASELINES:
+        return _role_baseline(spec, environment)
     if spec == "smollm2-135m":
         kind, arg = "hf", "smollm2-135m"
     if kind == "oracle":
@@ -31,7 +39,7 @@ def make_policy(spec: str, **options: Any) -> Policy:
         from officegym.agent.scripted import RandomPolicy
 
         try:
-            seed = int(arg) if arg else int(options.get("seed", 0))
+            seed = int(arg) if arg else int(options.get("seed") or 0)  # --seed may be None
         except ValueError:
             raise PolicySpecError(f"random:SEED needs an integer seed, got {arg!r}") from None
         return RandomPolicy(seed=seed)
@@ -59,6 +67,21 @@ def make_policy(spec: str, **options: Any) -> Policy:
             raise PolicySpecError(f"the vllm: backend needs vllm installed ({exc}); pip install 'officegym[vllm]'") from None
         return VLLMPolicy(arg, **options)
     raise PolicySpecError(
-        f"unknown policy {spec!r}: use oracle, noop, random[:SEED], openai:MODEL, openai-responses:MODEL, "
-        "hf:PATH_OR_ID, smollm2-135m or vllm:MODEL"
+        f"unknown policy {spec!r}: use oracle, noop, random[:SEED], greedy, role-random[:SEED], openai:MODEL, "
+        "openai-responses:MODEL, hf:PATH_OR_ID, smollm2-135m or vllm:MODEL"
     )
+
+
+def _role_baseline(spec: str, environment: str | None) -> Policy:
+    from officegym.core.registry import canonical_name
+    from officegym.envs.roles import ENVIRONMENTS
+    from officegym.envs.roles.baselines import make_baseline_policy
+
+    if environment is not None and canonical_name(environment) not in ENVIRONMENTS:
+        raise PolicySpecError(
+            f"{spec!r} is a baseline of the role environments ({', '.join(ENVIRONMENTS)}), not of {environment!r}"
+        )
+    try:
+        return make_baseline_policy(spec)
+    except ValueError as exc:
+        raise PolicySpecError(str(exc)) from None

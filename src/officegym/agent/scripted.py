@@ -6,28 +6,47 @@ from __future__ import annotations
 import json
 import random
 import re
+from typing import Any
 
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 
 
 class OraclePolicy:
-    """All ground-truth calls in the first turn, then a final answer."""
+    """Replays the ground truth, then a final answer. By default every call goes in the first turn;
+    a task whose metadata holds `oracle_turns` (how many calls go in each turn, e.g. [3, 1]: the
+    lookups, then the answer that uses their outputs) is replayed turn by turn as planned."""
 
     name = "oracle"
 
     async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
         out = []
         for r in requests:
-            if r.turn == 0 and r.task is not None and r.task.ground_truth:
+            gt = r.task.ground_truth if r.task is not None else []
+            turns = plan_turns(len(gt), r.task.metadata.get("oracle_turns") if r.task is not None else None)
+            if r.turn < len(turns):
+                start = sum(turns[: r.turn])
                 calls = [
-                    ToolCall(c.name, c.arguments, c.raw_arguments, f"call_0_{i}", c.parse_error)
-                    for i, c in enumerate(r.task.ground_truth)
+                    ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{r.turn}_{i}", c.parse_error)
+                    for i, c in enumerate(gt[start : start + turns[r.turn]])
                 ]
                 out.append(Completion(text="", tool_calls=calls))
             else:
                 out.append(Completion(text="Done."))
         return out
+
+
+def plan_turns(n_calls: int, planned: Any) -> list[int]:
+    """Calls per turn for replaying `n_calls` ground-truth calls: `planned` when it is a list of
+    positive integers adding up to `n_calls`, else all of them in one turn (none when there are none)."""
+    if (
+        isinstance(planned, list)
+        and planned
+        and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in planned)
+        and sum(planned) == n_calls
+    ):
+        return list(planned)
+    return [n_calls] if n_calls else []
 
 
 class NoopPolicy:

@@ -88,6 +88,8 @@ def _transcript(row: dict[str, Any]) -> str:
 def _diff(row: dict[str, Any]) -> str:
     verdict = (row.get("officegym") or {}).get("verdict") or {}
     body = {k: verdict.get(k) for k in ("diff", "invalid_calls", "side_effects", "modes_disagree", "other_mode_reward")}
+    if verdict.get("graded"):  # a graded verifier (the role environments) explains itself in words
+        body = {k: verdict.get(k) for k in ("label", "evidence", "components", "invalid_calls")}
     gt = row.get("ground_truth")
     return (
         "<p><b>expected calls</b></p><pre>" + html.escape(json.dumps(gt, indent=1, ensure_ascii=False)) + "</pre>"
@@ -123,6 +125,20 @@ def _sections(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]
     return sections
 
 
+def _label_section(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[list[str]]] | None:
+    """Rollouts and mean reward per verdict label, for verifiers that label their verdicts (roles)."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        label = ((r.get("officegym") or {}).get("verdict") or {}).get("label")
+        if isinstance(label, str):
+            reward = r.get("reward")
+            by.setdefault(label, []).append(float(reward) if isinstance(reward, int | float) else 0.0)
+    if not by:
+        return None
+    body = [[k, str(len(v)), f"{sum(v) / len(v):.3f}"] for k, v in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    return ("By verdict label", ["label", "rollouts", "mean reward"], body)
+
+
 def _notes(m: dict[str, Any]) -> list[str]:
     notes = []
     share = m.get("empty_ground_truth_share")
@@ -141,6 +157,9 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         atomic_write(out_dir / "plots" / name, data)
     failures = [r for r in rows if not ((r.get("officegym") or {}).get("verdict") or {}).get("matched")]
     sections = _sections(metrics)
+    labels = _label_section(rows)
+    if labels is not None:
+        sections.insert(1, labels)
     notes = _notes(metrics)
 
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
@@ -176,8 +195,13 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
     md += [f"## Failures ({len(failures)})", "", "Transcripts and state diffs: report.html.", ""]
     for r in failures[:50]:
         og = r.get("officegym") or {}
-        diff = ((og.get("verdict") or {}).get("diff")) or {}
-        tables = ", ".join(diff) or "no state diff"
+        verdict = og.get("verdict") or {}
+        if verdict.get("graded"):
+            why = "; ".join(str(e) for e in verdict.get("evidence") or [])[:300] or "no evidence"
+            md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: {verdict.get('label')} "
+                      f"(reward {r.get('reward')}): {why}")
+            continue
+        tables = ", ".join(verdict.get("diff") or {}) or "no state diff"
         md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: stop {og.get('stop_reason')}; tables differing: {tables}")
     md_path = out_dir / "report.md"
     atomic_write(md_path, "\n".join(md) + "\n")

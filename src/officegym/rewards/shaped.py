@@ -2,7 +2,7 @@
 
 This is the design doc's shaped reward with the fixes of sdg_roles_review.md section 3.9:
 
-    correct ? max(0, 1 + w_eff * efficiency + w_q * quality - penalty) : 0
+    correctness x max(0, 1 + w_eff * efficiency + w_q * quality - penalty)
 
     efficiency = 1                                   if steps == 0
                = min(1, optimal_steps / steps)       otherwise
@@ -19,6 +19,14 @@ Fixes against the original (1 + 0.3 (1 - steps/MAX) [steps <= OPTIMAL] + 0.2 qua
 - the largest total is 1 + w_eff + w_q (1.4 by default); `normalize=True` divides by it so that
   reports read in [0, 1] (GRPO does not need it: it normalises within the group) (fix 5);
 - every component is reported, also when the answer is wrong (fix 6).
+
+Correctness
+-----------
+`verdict.matched` gives 1 or 0, so the formula above is the gated one. A verifier that grades
+(the role environments: `verdict.details["graded"]` is true and `verdict.reward` is a score in
+[0, 1], e.g. the ratio to the optimum) gives that score instead: the shaping scales with it, so a
+better answer always beats a worse one made the same way, a feasible but suboptimal answer lands
+between the oracle and 0, and an answer graded 0 (wrong claims, infeasible) still gets 0.
 
 Steps: what is counted
 ----------------------
@@ -65,7 +73,11 @@ Each attempted call is classified at most once, by the first rule that applies, 
    turn were written before the output existed, so they cannot use it. Matching is
    case-insensitive; a value of at least `min_atom_len` characters matches as a substring, a
    shorter one only as a whole word. Reads whose output carries no values are never flagged: a
-   negative result ("nothing found") is used by not acting, which no taint can see.
+   negative result ("nothing found") is used by not acting, which no taint can see. Nor are
+   planned reads: a read that the ground truth itself lists (same tool, same arguments), as the
+   role environments list the lookups their answer needs. Their outputs are often used by being
+   read (a budget the answer must stay under), which no taint can see either. The workplace
+   ground truth lists only writes, so there this exemption never applies.
 
 "Calls beyond the minimal plan" are deliberately not a fifth rule: efficiency already charges for
 them, and counting them here as well would charge twice. Without the write tools, rules 3 and 4
@@ -77,7 +89,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -166,7 +178,7 @@ class ShapedReward:
 
     def __call__(self, task: Task, trajectory: Trajectory, verdict: Verdict) -> RewardResult:
         c = self.config
-        correctness = 1.0 if verdict.matched else 0.0
+        correctness = graded_correctness(verdict)
         optimal, steps = self.count_steps(task, trajectory)
         efficiency = 1.0 if steps == 0 else min(1.0, optimal / steps)
 
@@ -175,13 +187,11 @@ class ShapedReward:
         succeeded = sum(1 for e in executions if e.status == "ok")
         quality = 1.0 if attempted == 0 else succeeded / attempted
 
-        wasted = find_unnecessary_steps(trajectory, self.is_write, c)
+        wasted = find_unnecessary_steps(trajectory, self.is_write, c, planned_reads(task, self.is_write))
         penalty = min(c.penalty_cap, c.step_penalty * len(wasted))
 
-        if correctness:
-            total = max(0.0, 1.0 + c.efficiency_weight * efficiency + c.quality_weight * quality - penalty)
-        else:
-            total = 0.0  # no shaping for a wrong answer: it would pay for stopping early
+        # No shaping for a wrong answer (it would pay for stopping early); a graded one scales it.
+        total = correctness * max(0.0, 1.0 + c.efficiency_weight * efficiency + c.quality_weight * quality - penalty)
         if c.normalize:
             total /= c.max_total
 
@@ -208,12 +218,32 @@ class ShapedReward:
         return f"ShapedReward({options}, writes={'known' if self.is_write else None})"
 
 
+def graded_correctness(verdict: Verdict) -> float:
+    """1/0 from `matched`, or the verifier's own score in [0, 1] when it grades (see the docstring)."""
+    details = verdict.details if isinstance(verdict.details, dict) else {}
+    if details.get("graded") is True:
+        score = verdict.reward
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            return 0.0
+        return max(0.0, min(1.0, float(score)))
+    return 1.0 if verdict.matched else 0.0
+
+
+def planned_reads(task: Task, is_write: Callable[[str], bool] | None) -> frozenset[tuple[str, str]]:
+    """(tool, canonical arguments) of the ground truth's non-write calls: the reads a plan needs."""
+    if is_write is None:
+        return frozenset()
+    return frozenset((c.name, _canonical_arguments(c)) for c in task.ground_truth if not is_write(c.name))
+
+
 def find_unnecessary_steps(
     trajectory: Trajectory,
     is_write: Callable[[str], bool] | None = None,
     config: ShapedConfig | None = None,
+    planned: Collection[tuple[str, str]] = (),
 ) -> list[UnnecessaryStep]:
-    """The wasted steps of a trajectory, each with its reason, in call order (fragments last)."""
+    """The wasted steps of a trajectory, each with its reason, in call order (fragments last).
+    `planned` holds (tool, canonical arguments) of reads never flagged as unused (planned_reads)."""
     config = config or ShapedConfig()
     flat = [(t, e) for t, turn in enumerate(trajectory.turns) for e in turn.executions]
     reasons: dict[int, str] = {}
@@ -234,7 +264,8 @@ def find_unnecessary_steps(
         for i in sorted(_reverted_writes(flat, is_write, config)):
             reasons.setdefault(i, "reverted")
         for i in _unused_reads(flat, trajectory, is_write, config):
-            reasons.setdefault(i, "unused_read")
+            if (flat[i][1].call.name, _canonical_arguments(flat[i][1].call)) not in planned:
+                reasons.setdefault(i, "unused_read")
 
     out = [UnnecessaryStep(i, flat[i][0], flat[i][1].call.name, reasons[i]) for i in sorted(reasons)]
     for t, turn in enumerate(trajectory.turns):

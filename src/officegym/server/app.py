@@ -2,7 +2,8 @@
 
 Endpoints (SPEC 5.1-5.3; officegym additions marked +):
 
-    POST /seed_session      any JSON object (the agent sends the task row; ignored) -> {}
+    POST /seed_session      any JSON object (the agent sends the task row; ignored by the workplace,
+                            the session's task for environments with `session_from_row`) -> {}
     POST /{tool_name}       the tool's JSON arguments -> 200 with the tool's body, {"output": ...}
     POST /verify            task row + `response` -> the reference's echo + `reward` (+ `officegym` evidence)
     POST /aggregate_metrics {"verify_responses": [...]} -> reward statistics per task and overall
@@ -32,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import math
+import re
 import statistics
 import time
 import uuid
@@ -316,7 +318,9 @@ def create_app(
     for given in (mode, getattr(env, "mode", None)):
         if given is not None and modes and given not in modes:
             raise ValueError(f"unknown verification mode {given!r}; choose from {', '.join(modes)}")
-    default_cookie = REFERENCE_COOKIE if env.name == "workplace_assistant" else f"OfficegymResourcesServer___{env.name}"
+    # A cookie name is an RFC 6265 token: "roles/cost" must lose its slash.
+    default_cookie = (REFERENCE_COOKIE if env.name == "workplace_assistant"
+                      else "OfficegymResourcesServer___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name))
     cookie = cookie_name or default_cookie
     config = ServerConfig(
         max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes, cookie_name=cookie,
@@ -419,10 +423,31 @@ class _ServerState:
     # -- sessions
 
     async def seed_session(self, request: Request) -> Response:
-        await read_object(request, allow_empty=True)  # the reference validates, then ignores it
-        self.store.put(_session_id(request), self.env.session(None))
+        body = await read_object(request, allow_empty=True)  # the reference validates, then ignores it
+        if getattr(self.env, "session_from_row", False):
+            session = self._session_from_row(body)
+        else:
+            session = self.env.session(None)
+        self.store.put(_session_id(request), session)
         self.counts["seed_session"] += 1
         return Response(b"{}", media_type="application/json")
+
+    def _session_from_row(self, row: dict[str, Any]) -> Any:
+        """The session of the task a row names, for environments whose episodes depend on the task
+        (the role environments rebuild the scenario from the row's metadata); 422 when it names none."""
+        if "responses_create_params" not in row:
+            raise BadRequest(_detail(f"{self.env.name} sessions are seeded with the task row (its "
+                                     "responses_create_params and metadata): the body has none", 422))
+        _check_params(_require(row, "responses_create_params", dict, "dictionary"))
+        try:
+            task = Task.from_row({**row, "response": None})
+        except TaskFormatError as exc:
+            raise BadRequest(_detail(str(exc), 422)) from None
+        session = self.env.session(task)
+        problem = getattr(session, "problem", None)
+        if problem:
+            raise BadRequest(_detail(problem, 422))
+        return session
 
     async def close_session(self, request: Request) -> Response:
         body = await read_object(request, allow_empty=True)
@@ -600,7 +625,8 @@ def _env_modes(env: Environment) -> tuple[str, ...]:
         from officegym.envs.workplace.verify import MODES
 
         return MODES
-    return ()
+    modes = getattr(env, "modes", ())
+    return tuple(modes) if isinstance(modes, tuple | list) and all(isinstance(m, str) for m in modes) else ()
 
 
 def _echo(row: dict[str, Any]) -> dict[str, Any]:

@@ -6,12 +6,12 @@ servers on more ports to scale out; a tool call costs tens of microseconds, so o
 thousands of calls per second.
 
     python -m officegym.server.serve --world path/to/csv_data --port 8000
+    python -m officegym.server.serve --env roles/cost --port 8001
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from officegym.server.app import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS
@@ -21,11 +21,16 @@ class ServeError(ValueError):
     """A setting the server cannot start with (the message says which and why)."""
 
 
-def build_environment(env: str = "workplace", world: str | os.PathLike[str] | None = None, mode: str | None = None):
-    """The environment registered as `env`, loaded from `world`."""
-    from officegym.core.registry import UnknownEnvironmentError, make
+def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None):
+    """The environment registered as `env`: the workplace loaded from `world` (a folder or a loaded
+    World); any other from its name alone (a role environment's episodes come from the task rows)."""
+    from officegym.core.registry import UnknownEnvironmentError, canonical_name, make
 
-    kwargs: dict[str, Any] = {"world": world}
+    kwargs: dict[str, Any] = {}
+    if canonical_name(env) == "workplace_assistant":
+        kwargs["world"] = world
+    elif world is not None:
+        raise ServeError(f"{env} takes no world: its sessions are seeded from the task rows")
     if mode is not None:
         kwargs["mode"] = mode
     try:
@@ -38,7 +43,7 @@ def build_environment(env: str = "workplace", world: str | os.PathLike[str] | No
 
 def make_app(
     env: str = "workplace",
-    world: str | os.PathLike[str] | None = None,
+    world: Any = None,
     *,
     mode: str | None = None,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
@@ -57,7 +62,7 @@ def make_app(
 
 def run_server(
     env: str = "workplace",
-    world: str | os.PathLike[str] | None = None,
+    world: Any = None,
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
@@ -93,7 +98,7 @@ def run_server(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m officegym.server.serve", description=__doc__.splitlines()[0])
     p.add_argument("--env", default="workplace")
-    p.add_argument("--world", required=True)
+    p.add_argument("--world", default=None, help="world folder (the workplace environment only)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--mode", default=None)
@@ -103,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
     p.add_argument("--log-level", default="warning")
     a = p.parse_args(argv)
+    from officegym.core.registry import canonical_name
+
+    if a.world is None and canonical_name(a.env) == "workplace_assistant":
+        p.error("--world is required for the workplace environment")
     try:
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
                    idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, secret_key=a.secret,

@@ -219,8 +219,14 @@ class RoleEnvironment:
     answer_tools: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = (MODE,)
     mode = MODE
+    # A session is built from the task row (the HTTP server's seed_session passes it on).
+    session_from_row: ClassVar[bool] = True
 
-    def __init__(self) -> None:
+    def __init__(self, world: Any = None, mode: str | None = None) -> None:
+        """`world` is accepted, and unused, so that callers which build every environment alike (the
+        review queue passes its world) can build a role one: scenarios come from the task rows."""
+        if mode is not None and mode not in self.modes:
+            raise ValueError(f"unknown verification mode {mode!r} for {self.name}; choose from {', '.join(self.modes)}")
         self._spec_cache: dict[int, tuple[list[dict[str, Any]], list[ToolSpec]]] = {}
         self._schemas: dict[int, list[dict[str, Any]]] = {}
 

@@ -293,12 +293,15 @@ def _outputs(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], 
 
 def _council_step(r: PolicyRequest, choose: Callable[[list[dict[str, Any]], list[tuple[dict[str, str], Any]],
                                                        list[dict[str, Any]]], ToolCall | None]) -> Completion:
-    """Turn 0: request every member's facts; later turns: `choose(facts, proposals, components)`."""
+    """Turn 0: request every member's facts; later turns: `choose(facts, proposals, components)`;
+    once an answer (commit or escalation) went through, a closing message ends the episode."""
     if r.turn == 0:
         return Completion(tool_calls=[ToolCall("request_facts", {"seat": s}) for s in council.MEMBERS])
     assert r.task is not None
     components = _env(r.task.environment_name).scenario(r.task).public["components"]
     seen = _outputs(r.messages)
+    if any(name in (council.COMMIT, ESCALATE) and out is not None for name, _, out in seen):
+        return Completion(text="Done.")
     facts = [f for name, _, out in seen if name == "request_facts" and isinstance(out, dict) for f in out.get("facts", [])]
     proposals = [(args.get("selection"), out) for name, args, out in seen
                  if name == "propose_plan" and isinstance(out, dict) and "plan_id" in out]

@@ -204,14 +204,15 @@ def objection_valid(public: dict[str, Any], facts: dict[str, dict[str, Any]], se
 
 
 def member_review(public: dict[str, Any], facts: dict[str, dict[str, Any]], seat: str,
-                  selection: dict[str, str]) -> tuple[str, str | None]:
+                  selection: dict[str, str], reasons: Sequence[str] = REASONS) -> tuple[str, str | None]:
     """A truthful member's answer to a proposal: ("accept", None) or (reason, fact id) for the first
-    of its own constraints the plan breaks, citing the most specific fact."""
+    of its own constraints the plan breaks, citing the most specific fact. `reasons` limits which
+    constraints are checked (a myopic member checks fewer)."""
     mine = {fid: f for fid, f in facts.items() if f["owner"] == seat}
     broken = {code for code, _ in evaluate(public, selection)["violations"]}
     chosen = sorted(selection.values())
     for reason in REASONS:
-        if reason not in broken:
+        if reason not in broken or reason not in reasons:
             continue
         candidates = []
         if reason == "incompatible":

@@ -264,11 +264,15 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
     interrupted run resumes where it stopped. Returns every row, old and new."""
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = load_appendable_jsonl(out)
+    seats = {s: seats.get(s) or (ScriptedMediator() if s == MEDIATOR else ScriptedMember(s)) for s in SEATS}
+    names = {s: getattr(p, "name", type(p).__name__) for s, p in seats.items()}
+    other = next((r.get("seats") for r in rows if isinstance(r.get("seats"), dict) and r.get("seats") != names), None)
+    if other is not None:
+        raise ValueError(f"{out} holds councils played by other seats ({other}); write to another file")
     done = {json.dumps(r.get("task_id"), default=str) for r in rows}
     todo = [t for t in tasks if json.dumps(t.id, default=str) not in done]
     if progress is not None and len(tasks) > len(todo):
         progress(len(tasks) - len(todo))
-    seats = {s: seats.get(s) or (ScriptedMediator() if s == MEDIATOR else ScriptedMember(s)) for s in SEATS}
 
     async def main() -> None:
         gate = asyncio.Semaphore(max(1, concurrency))
@@ -285,22 +289,80 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
                 if progress is not None:
                     progress(1)
 
-            await asyncio.gather(*(one(t) for t in todo))
+            try:
+                await asyncio.gather(*(one(t) for t in todo))
+            finally:  # backends hold HTTP clients bound to this event loop
+                for policy in {id(p): p for p in seats.values()}.values():
+                    close = getattr(policy, "aclose", None)
+                    if close is not None:
+                        await close()
 
     asyncio.run(main())
     return rows
 
 
+SCRIPTED_SEATS = ("scripted", "oracle", "greedy", "silent")
+
+
 def scripted_seat(seat: str, spec: str, max_rounds: int = CouncilConfig.max_rounds) -> Policy | None:
-    """The scripted policy `spec` names for `seat` ("scripted"; "greedy" for the mediator;
-    "silent" for a member that never shares), or None when `spec` is not a scripted one."""
-    if spec == "scripted":
+    """The scripted policy `spec` names for `seat`, or None when `spec` is not a scripted one:
+    "scripted" or "oracle" (a truthful member; the mediator that solves on the shared facts),
+    "greedy" (GreedyMember; GreedyMediator), "silent" (a member that never shares)."""
+    if seat not in SEATS:
+        raise ValueError(f"unknown seat {seat!r}; the seats are {', '.join(SEATS)}")
+    if spec in ("scripted", "oracle"):
         return ScriptedMediator() if seat == MEDIATOR else ScriptedMember(seat)
-    if spec == "greedy" and seat == MEDIATOR:
-        return GreedyMediator(max_rounds)
+    if spec == "greedy":
+        return GreedyMediator(max_rounds) if seat == MEDIATOR else GreedyMember(seat)
     if spec == "silent" and seat in MEMBERS:
         return ScriptedMember(seat, share=False)
     return None
+
+
+def parse_seats(text: str) -> dict[str, str]:
+    """"cto=oracle,cost=greedy,reconcile=hf:PATH" -> {seat: spec}. Seats left out are scripted.
+    A spec may itself hold ':' and '=' (only the first '=' of an item splits); commas split items."""
+    seats: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        seat, sep, spec = item.partition("=")
+        seat, spec = seat.strip(), spec.strip()
+        if not sep or not spec:
+            raise ValueError(f"bad seat {item!r}: write SEAT=POLICY, e.g. cto=oracle")
+        if seat not in SEATS:
+            raise ValueError(f"unknown seat {seat!r}; the seats are {', '.join(SEATS)}")
+        if seat in seats:
+            raise ValueError(f"seat {seat!r} is given twice")
+        if spec == "silent" and seat == MEDIATOR:
+            raise ValueError("silent is a member policy; the mediator takes scripted, oracle, greedy or a model")
+        seats[seat] = spec
+    return seats
+
+
+def summarize_councils(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Team figures of finished councils: mean reward, consensus rate (a commit every member
+    accepted), valid objections left unresolved (total and per council), commits, escalations,
+    mean rounds and the count of each verdict label."""
+    n = len(rows)
+    if not n:
+        return {"councils": 0}
+    comps = [r.get("components") or {} for r in rows]
+    labels: dict[str, int] = {}
+    for r in rows:
+        labels[str(r.get("label"))] = labels.get(str(r.get("label")), 0) + 1
+    commits = sum(1 for r in rows if any(a.get("act") == "commit" for a in r.get("acts") or []))
+    escalations = sum(1 for r in rows if any(a.get("act") == "escalate" for a in r.get("acts") or []))
+    unresolved = sum(float(c.get("unresolved_objections", 0.0)) for c in comps)
+    return {
+        "councils": n,
+        "mean_reward": sum(float(r.get("reward") or 0.0) for r in rows) / n,
+        "consensus_rate": sum(float(c.get("consensus", 0.0)) for c in comps) / n,
+        "unresolved_objections": unresolved,
+        "unresolved_per_council": unresolved / n,
+        "commit_rate": commits / n,
+        "escalation_rate": escalations / n,
+        "mean_rounds": sum(float(r.get("rounds") or 0) for r in rows) / n,
+        "labels": dict(sorted(labels.items())),
+    }
 
 
 # --- scripted seats
@@ -338,14 +400,16 @@ def _scenario(request: PolicyRequest) -> Scenario:
 
 class ScriptedMember:
     """A truthful member: shares all its facts in its first turn, then accepts each new proposal or
-    objects with the first of its own constraints the plan breaks, citing the fact that shows it."""
+    objects with the first of its own constraints the plan breaks, citing the fact that shows it.
+    `reasons` limits the constraints it checks (GreedyMember checks only its headline one)."""
 
-    def __init__(self, seat: str, share: bool = True):
+    def __init__(self, seat: str, share: bool = True, reasons: Sequence[str] = REASONS):
         if seat not in MEMBERS:
             raise ValueError(f"seat must be one of {', '.join(MEMBERS)}")
         self.seat = seat
         self.share = share
-        self.name = f"scripted-{seat}"
+        self.reasons = tuple(reasons)
+        self.name = f"{'scripted' if share else 'silent'}-{seat}"
 
     async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
         return [self._one(r) for r in requests]
@@ -359,12 +423,27 @@ class ScriptedMember:
         for e in _events(r.messages, since_last_turn=True):
             if e.get("act") != "propose" or e.get("seat") == self.seat:
                 continue
-            reason, fact_id = member_review(full, facts, self.seat, e["selection"])
+            reason, fact_id = member_review(full, facts, self.seat, e["selection"], self.reasons)
             if reason == "accept":
                 calls.append(ToolCall("accept_plan", {"plan_id": e["plan_id"]}))
             else:
                 calls.append(ToolCall("object_plan", {"plan_id": e["plan_id"], "reason_code": reason, "fact_id": fact_id}))
         return Completion(text="" if calls else "Nothing to add.", tool_calls=calls)
+
+
+# The one requirement a myopic member checks: the first of its own in REASONS order.
+HEADLINE = {"cto": "latency_slo", "cost": "over_budget", "risk": "risk_ceiling"}
+
+
+class GreedyMember(ScriptedMember):
+    """A myopic member: shares all its facts, then judges each proposal on its headline requirement
+    alone (CTO: the latency SLO; Cost: the budget; Risk: the risk ceiling) and accepts otherwise,
+    so a plan that breaks availability, compatibility or compliance gets through. Cost has no other
+    requirement, so its greedy seat plays like the scripted one."""
+
+    def __init__(self, seat: str):
+        super().__init__(seat, share=True, reasons=(HEADLINE.get(seat, ""),))
+        self.name = f"greedy-{seat}"
 
 
 class _MediatorBase:
@@ -481,14 +560,17 @@ __all__ = [
     "CouncilConfig",
     "CouncilOutcome",
     "GreedyMediator",
+    "GreedyMember",
     "ScriptedMediator",
     "ScriptedMember",
     "outcome_row",
+    "parse_seats",
     "run_council",
     "run_council_file",
     "run_councils",
     "scripted_seat",
     "seat_messages",
     "seat_specs",
+    "summarize_councils",
     "team_of",
 ]
