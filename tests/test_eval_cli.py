@@ -28,6 +28,8 @@ def test_eval_oracle_noop_resume_report_compare(reference_dir, tmp_path):
     metrics = json.loads((oracle / "metrics.json").read_text())
     assert metrics["accuracy"] == 1.0 and metrics["rollouts"] == 12 and metrics["pass_at_k"]["2"] == 1.0
     assert (oracle / "report.html").exists() and (oracle / "report.md").exists()
+    info = json.loads((oracle / "run.json").read_text())
+    assert info["env"] == "workplace_assistant" and info["mode"] == "outcome" and info["world"] == world
     lines = (oracle / "rollouts.jsonl").read_text().splitlines()
     row = json.loads(lines[0])
     assert {"responses_create_params", "ground_truth", "response", "reward", "officegym"} <= set(row)
@@ -66,6 +68,11 @@ def test_eval_clear_errors(reference_dir, tmp_path):
     tasks, _ = _tasks_file(reference_dir, tmp_path)
     res = runner.invoke(app, ["eval", "--policy", "nope", "--tasks", str(tasks), "--world", world, "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "unknown policy" in res.output
+    res = runner.invoke(app, ["eval", "--policy", "greedy", "--tasks", str(tasks), "--world", world, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "baseline of the role environments" in res.output
+    res = runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", world, "--mode", "exact",
+                              "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--mode must be one of" in res.output
     res = runner.invoke(app, ["eval", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tasks", str(tasks),
                               "--world", world, "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "cannot reach the model server" in res.output
