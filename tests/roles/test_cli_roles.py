@@ -138,3 +138,39 @@ def test_council_command_rejects_bad_seats(tmp_path):
         assert res.exit_code == 2 and message in res.output, (seats, res.output)
     res = invoke("council", "--n", 2, "--difficulty", "9-3")
     assert res.exit_code == 2 and "--difficulty" in res.output
+
+
+def _fake_openai():
+    from importlib import util
+    from pathlib import Path
+
+    spec = util.spec_from_file_location("fake_openai", Path(__file__).parents[1] / "agent" / "fake_openai.py")
+    mod = util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_council_with_a_model_seat_over_an_openai_compatible_server(tmp_path):
+    pytest.importorskip("uvicorn")
+    fake = _fake_openai()
+
+    def cost_seat(body, n):
+        """A model at the Cost seat: shares its facts first, then accepts every proposal it is shown."""
+        messages = body["messages"]
+        if not any(m["role"] == "assistant" for m in messages):
+            return {"tool_calls": [fake.tool_call("share_facts", {"fact_ids": ["all"]}, f"c{n}")]}
+        plans = [json.loads(line)["plan_id"] for line in messages[-1]["content"].splitlines()
+                 if line.startswith("{") and json.loads(line).get("act") == "propose"]
+        if not plans:
+            return {"content": "Nothing to add."}
+        return {"tool_calls": [fake.tool_call("accept_plan", {"plan_id": p}, f"c{n}_{i}") for i, p in enumerate(plans)]}
+
+    with fake.FakeOpenAI(cost_seat) as server:
+        res = invoke("council", "--seats", "cost=openai:fake-model", "--base-url", server.base_url, "--n", 4,
+                     "--seed", 5, "--difficulty", "1-3", "--out", tmp_path / "c")
+        assert res.exit_code == 0, res.output
+        assert server.calls and all(c["model"] == "fake-model" for c in server.calls)
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["seats"]["cost"] == "openai:fake-model" and summary["mean_reward"] == 1.0
+    councils = rows(tmp_path / "c" / "councils.jsonl")
+    assert all(any(a["seat"] == "cost" and a["act"] == "share" for a in c["acts"]) for c in councils)
