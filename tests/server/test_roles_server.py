@@ -124,3 +124,45 @@ def test_build_environment_and_serve_settings():
     assert res.exit_code == 2 and "--world applies to the workplace" in res.output
     res = runner.invoke(cli_app, ["serve", "--env", "roles/cost", "--mode", "nemo_gym"])
     assert res.exit_code == 2 and "unknown verification mode" in res.output
+
+
+def test_officegym_serve_env_roles_cost_end_to_end(cost_tasks):
+    """The real command in a subprocess: seed with a row, call the tools, verify: the oracle gets 1.0."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "officegym.cli", "serve", "--env", "roles/cost", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+
+    async def main():
+        async with EnvClient(url, connect_retries=0) as client:
+            deadline = time.time() + 30
+            while True:
+                try:
+                    health = await client.health()
+                    break
+                except Exception:
+                    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+                    assert time.time() < deadline, "the server did not start"
+                    await asyncio.sleep(0.1)
+            assert health["environment"] == "roles/cost" and health["world"] is None
+            rewards = []
+            for task in cost_tasks[:3]:
+                session = await client.seed_session(task)
+                for call in task.ground_truth:
+                    assert (await session.execute(call.name, call.arguments)).status == "ok"
+                rewards.append((await client.verify(task, calls=task.ground_truth, session=session))["reward"])
+            return rewards
+
+    try:
+        assert asyncio.run(main()) == [1.0, 1.0, 1.0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
