@@ -7,7 +7,8 @@ with its exact optimum or labels, distinct seeds so nothing is cached), scenario
 microseconds per verify of the oracle's calls with the scenario cached (what a trainer pays per
 rollout) and cold (the scenario rebuilt from its seed first), the share of infeasible scenarios,
 and, with --baselines N, the mean reward of the oracle, greedy, role-random and the generic random
-policy over N tasks through the agent loop. Timings are CPU time of this process on one core.
+policy over N tasks through the agent loop (the same policies as `officegym eval --policy ...`; the
+oracle replays its planned turns, `oracle_turns`). Timings are CPU time of this process on one core.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 from officegym.agent.loop import LoopConfig, run_rollouts
-from officegym.agent.scripted import OraclePolicy, RandomPolicy
+from officegym.agent.policies import make_policy
 from officegym.core import registry
 from officegym.envs.roles import coo, cost, council, cto, reconcile, risk
-from officegym.envs.roles.baselines import make_baseline_policy
 
 ROLES = {"cto": cto, "coo": coo, "reconcile": reconcile, "risk": risk, "cost": cost, "council": council}
 
@@ -63,10 +63,10 @@ def baselines(role: str, n: int) -> dict:
     env = registry.make(f"roles/{role}")
     tasks = env.generate_tasks(n, 2)
     out = {}
-    for label, policy in (("oracle", OraclePolicy()), ("greedy", make_baseline_policy("greedy")),
-                          ("role-random", make_baseline_policy("role-random")), ("random", RandomPolicy(0))):
+    for spec in ("oracle", "greedy", "role-random", "random"):  # the --policy specs of `officegym eval`
+        policy = make_policy(spec, environment=env.name)
         trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in tasks], policy, LoopConfig()))
-        out[label] = statistics.fmean(t.reward for t in trajs)
+        out[spec] = statistics.fmean(t.reward for t in trajs)
     return out
 
 
