@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from officegym.core.files import atomic_write
 from officegym.train.config import build_config, load_config, save_config
 
-STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "report")
+STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
 
 
 class _Section(BaseModel):
@@ -50,15 +50,28 @@ class EvalSection(_Section):
     max_tool_output_chars: int | None = 2000
 
 
+class ReviewSection(_Section):
+    """The active-learning loop after GRPO (issue: human review): flag, import reviews, retrain."""
+
+    rounds: int = Field(0, ge=0, description="active-learning rounds; 0: no review stage")
+    store: str | None = Field(None, description="the review store (default: RUN/review/review.sqlite)")
+    reviews: list[str] = Field(default_factory=list, description="review files to import each round "
+                               "(decisions.jsonl, Label Studio or Argilla exports)")
+    audit_share: float = Field(0.05, ge=0.0, le=1.0, description="share of unflagged groups queued as a random audit")
+    retrain: Literal["grpo", "none"] = Field("grpo", description="retrain on the reviewed pool each round, or only flag")
+    grpo: dict[str, Any] = Field(default_factory=dict, description="overrides of the grpo section for retraining")
+
+
 class PipelineConfig(_Section):
     out_dir: str = "runs/pipeline"
     model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
-    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "report"]] = list(STAGES)
+    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]] = list(STAGES)
     world: WorldSection = Field(default_factory=WorldSection)
     tasks: TasksSection = Field(default_factory=TasksSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     sft: dict[str, Any] = Field(default_factory=dict, description="SFT config sections (as in configs/sft_*.yaml)")
     grpo: dict[str, Any] = Field(default_factory=dict, description="GRPO config sections (as in configs/grpo_*.yaml)")
+    review: ReviewSection = Field(default_factory=ReviewSection)
 
 
 class PipelineError(RuntimeError):
@@ -97,12 +110,15 @@ class Pipeline:
             "eval_sft": (lambda: self._eval("eval_sft", self._model_after("sft")), self.out / "eval_sft" / "metrics.json"),
             "grpo": (self._grpo, self.out / "grpo" / "model"),
             "eval_grpo": (lambda: self._eval("eval_grpo", self._model_after("grpo")), self.out / "eval_grpo" / "metrics.json"),
+            "review": (self._review, self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"),
             "report": (self._report, self.out / "report.md"),
         }
         for stage in STAGES:
             if stage not in self.cfg.stages:
                 continue
             fn, done = steps[stage]
+            if stage == "review" and self.cfg.review.rounds == 0:
+                continue
             if done.exists() and stage != "report":
                 self.skipped.append(stage)
                 self._say(f"[dim]{stage}: done already ({done})[/]")
@@ -147,7 +163,7 @@ class Pipeline:
             raise PipelineError(f"{stage} produced no model at {model}; run that stage first")
         return str(model)
 
-    def _eval(self, name: str, model: str) -> None:
+    def _eval(self, name: str, model: str, out: Path | None = None) -> dict[str, Any]:
         from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import make_policy
         from officegym.core.policy import SamplingParams
@@ -164,7 +180,7 @@ class Pipeline:
         config = LoopConfig(max_steps=e.max_steps, max_tool_output_chars=e.max_tool_output_chars,
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
         env = WorkplaceEnvironment(str(self.world_dir))
-        out = self.out / name
+        out = out or self.out / name
         result = run_eval(env, tasks, policy, out, k=e.k, config=config)
         close = getattr(policy, "close", None)
         if close is not None:
@@ -172,9 +188,10 @@ class Pipeline:
         metrics = compute_metrics(result.rows, tasks, WRITE_TOOLS)
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
         self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
+        return metrics
 
-    def _train_data(self) -> dict[str, Any]:
-        return {"tasks": str(self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
+    def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
+        return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
                 "world": str(self.world_dir), "tools": self.cfg.tasks.tools}
 
     def _sft(self) -> None:
@@ -190,17 +207,26 @@ class Pipeline:
         self._plot(self.out / "sft")
 
     def _grpo(self) -> None:
+        start = self._model_after("sft") if "sft" in self.cfg.stages else self.cfg.model
+        self.train_grpo(start, self.out / "grpo", self.cfg.grpo)
+
+    def train_grpo(self, start: str, out_dir: Path, sections: dict[str, Any], tasks: Path | None = None) -> None:
+        """GRPO from model `start` into `out_dir` (its model lands in out_dir/model)."""
         from officegym.train.config import GRPORunConfig
         from officegym.train.grpo import train_grpo
 
-        start = self._model_after("sft") if "sft" in self.cfg.stages else self.cfg.model
-        data = _merge(self.cfg.grpo, {"out_dir": str(self.out / "grpo"), "data": self._train_data()})
+        data = _merge(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
         data.setdefault("model", {})["name"] = start
         cfg = build_config(GRPORunConfig, data)
         result = train_grpo(cfg, self.console)
         if result.stopped:
             raise KeyboardInterrupt
-        self._plot(self.out / "grpo")
+        self._plot(out_dir)
+
+    def _review(self) -> None:
+        from officegym.pipeline_review import run_review_rounds
+
+        run_review_rounds(self)
 
     def _plot(self, run_dir: Path) -> None:
         try:

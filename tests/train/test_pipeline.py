@@ -64,3 +64,57 @@ def test_a_bad_override_names_the_key():
 
     with pytest.raises(ConfigError, match=r"tasks\.m"):
         build_config(PipelineConfig, {}, ["tasks.m=3"])
+
+
+def test_review_rounds_flag_retrain_and_feed_decisions_back(tmp_path, tiny_model_dir):
+    """Round 1 flags the GRPO rollouts and retrains; a reviewer then removes a task in the store;
+    rerunning with rounds=2 imports nothing new but exports the decision, so round 2's pool drops it."""
+    from officegym.review.store import Filters, Store
+
+    out = tmp_path / "run"
+    stages = "stages=[world, tasks, sft, grpo, review, report]"
+    review = ["review.rounds=1", "review.audit_share=1.0", "review.grpo.grpo.max_steps=1"]
+    first = Pipeline(_cfg(out, tiny_model_dir, stages, *review))
+    assert first.run() == ["world", "tasks", "sft", "grpo", "review", "report"]
+    r1 = json.loads((out / "review" / "round_001" / "summary.json").read_text())
+    assert r1["round"] == 1 and r1["run_dir"].endswith("grpo") and r1["rollouts"] == 4
+    assert r1["flagged"] >= 1 and r1["needing_review"] == r1["flagged"]
+    assert r1["pool"]["pool"] == r1["pool"]["train"] and r1["pool"]["removed"] == 0
+    assert r1["start_model"].endswith("grpo/model") and r1["eval"]["tasks"] == 3
+    assert (out / "review" / "round_001" / "grpo" / "model").exists()
+    report = (out / "report.md").read_text()
+    assert "## Human review per round" in report and "after review round 1" in report
+
+    # a reviewer rejects one flagged task as ill-posed (what the web UI's reject button records)
+    with Store(out / "review" / "review.sqlite") as st:
+        item = st.list(Filters(round=1))[0]
+        st.decide(item["id"], "reject", "tester", reason="task_ill_posed")
+    train_ids = {json.loads(line)["id"] for line in (out / "tasks" / "train.jsonl").read_text().splitlines()}
+    assert item["task_id"] in train_ids
+
+    # done rounds are skipped; round 2 flags round 1's retraining run and drops the rejected task
+    second = Pipeline(_cfg(out, tiny_model_dir, stages, *review[1:], "review.rounds=2"))
+    assert second.run() == ["review", "report"]
+    r2 = json.loads((out / "review" / "round_002" / "summary.json").read_text())
+    assert r2["run_dir"].endswith("round_001/grpo") and r2["start_model"].endswith("round_001/grpo/model")
+    assert r2["pool"]["removed"] == 1 and r2["pool"]["pool"] == r1["pool"]["pool"] - 1
+    pool_ids = {json.loads(line)["id"] for line in (out / "review" / "round_002" / "tasks.jsonl").read_text().splitlines()}
+    assert item["task_id"] not in pool_ids
+    rounds = json.loads((out / "review" / "active_learning.json").read_text())["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert rounds[1]["new_items"] == rounds[1]["needing_review"] == r2["needing_review"] >= 1  # its own items
+    assert "| 2 |" in (out / "report.md").read_text()
+
+
+def test_the_review_pool_never_takes_held_out_tasks(tmp_path):
+    from officegym.pipeline_review import build_pool
+
+    train, exports = tmp_path / "train.jsonl", tmp_path / "exp"
+    exports.mkdir()
+    train.write_text("".join(json.dumps({"id": i, "v": 0}) + "\n" for i in ("a", "b", "c")))
+    (exports / "rl_removed.jsonl").write_text(json.dumps({"id": "b"}) + "\n")
+    (exports / "rl_tasks.jsonl").write_text("".join(json.dumps({"id": i, "v": 1}) + "\n" for i in ("c", "d", "val")))
+    counts = build_pool(train, exports, {"val"}, tmp_path / "pool.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["v"]) for r in rows] == [("a", 0), ("c", 1), ("d", 1)]
+    assert counts == {"train": 3, "removed": 1, "replaced": 1, "added": 1, "held_out_skipped": 1, "pool": 3}

@@ -59,17 +59,19 @@ def active_learning_round(
     config: FlagConfig | None = None,
     world: str | os.PathLike[str] | None = None,
     envs: Environments | None = None,
+    run: str | None = None,
 ) -> RoundSummary:
     """Flag `run_dir` into the store as round `round` (default: the next one), import the review
     files given (decisions.jsonl, Label Studio or Argilla exports), write the retraining data to
     `out_dir/round_NNN/` when out_dir is given, record the round in the store and return its
-    summary. Re-running a round refreshes it: decisions are kept, imports are idempotent."""
+    summary. Re-running a round refreshes it: decisions are kept, imports are idempotent. `run`
+    names the run in item keys (default: the folder's name), so two runs never share items."""
     own = not isinstance(store, Store)
     st = Store(store) if own else store
     try:
         envs = envs or Environments()
         n = round if round is not None else st.next_round()
-        flagged = flag_run(Path(run_dir), st, config, world=world, envs=envs, round=n, actor="loop")
+        flagged = flag_run(Path(run_dir), st, config, world=world, envs=envs, run=run, round=n, actor="loop")
         imported, refused = 0, []
         for path in reviews:
             res = import_reviews(st, path, envs)
