@@ -113,22 +113,37 @@ def test_lora_grpo_and_cli_and_plot(tmp_path, tiny_model_dir, toy_tasks):
     assert shown.exit_code == 0 and (out / "plots" / "reward.png").exists()
 
 
-def test_reward_rises_on_toy_task(tmp_path, make_cfg, toy_model_dir):
-    """SFT warm start (format only: every SFT task picks 0..9 uniformly), then GRPO on tasks that all
-    ask for 7: the sampled reward must clearly rise within 16 steps."""
+@pytest.fixture(scope="module")
+def toy_sft_model(tmp_path_factory, toy_model_dir):
+    """SFT warm start on the pick task (format only: every SFT task picks 0..9 uniformly)."""
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.config import SFTRunConfig, build_config
+    from officegym.train.sft import train_sft
+
+    root = tmp_path_factory.mktemp("toy-sft")
+    write_jsonl(root / "sft.jsonl", toy.make_tasks(40, seed=1))
+    cfg = build_config(SFTRunConfig, {}, [
+        f"out_dir={root / 'run'}", "model.device=cpu", "model.threads=1", "logging.tensorboard=false", "validation.every=0",
+        "checkpoint.keep_top_k=1", f"model.name={toy_model_dir}", f"data.tasks={root / 'sft.jsonl'}", "data.env=toy_pick",
+        "sft.max_steps=40", "sft.batch_size=8", "optim.lr=3e-3", "optim.min_lr=3e-3", "data.val_fraction=0"])
+    train_sft(cfg)
+    return root / "run" / "model"
+
+
+SMALL = ["data.env=toy_pick", "rollout.max_new_tokens_per_turn=16", "rollout.max_new_tokens_per_episode=32"]
+
+
+def test_reward_rises_on_toy_task(tmp_path, make_cfg, toy_sft_model):
+    """After the format-only SFT warm start, GRPO on tasks that all ask for 7: the sampled reward must
+    clearly rise within 16 steps."""
     from officegym.core.task import write_jsonl
     from officegym.train import toy
     from officegym.train.grpo import train_grpo
-    from officegym.train.sft import train_sft
 
-    write_jsonl(tmp_path / "sft.jsonl", toy.make_tasks(40, seed=1))
     write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
-    small = ["data.env=toy_pick", "rollout.max_new_tokens_per_turn=16", "rollout.max_new_tokens_per_episode=32"]
-    sft = make_cfg("sft", tmp_path / "sft", f"model.name={toy_model_dir}", f"data.tasks={tmp_path / 'sft.jsonl'}", *small,
-                   "sft.max_steps=40", "sft.batch_size=8", "optim.lr=3e-3", "optim.min_lr=3e-3", "data.val_fraction=0")
-    train_sft(sft)
-    grpo = make_cfg("grpo", tmp_path / "grpo", f"model.name={tmp_path / 'sft' / 'model'}", f"data.tasks={tmp_path / 'rl.jsonl'}",
-                    *small, "grpo.max_steps=16", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=8",
+    grpo = make_cfg("grpo", tmp_path / "grpo", f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}",
+                    *SMALL, "grpo.max_steps=16", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=8",
                     "optim.lr=2e-3", "optim.min_lr=2e-3", "data.val_fraction=0", "checkpoint.every=100",
                     "grpo.micro_batch_size=16")
     hist = train_grpo(grpo).history
@@ -138,3 +153,27 @@ def test_reward_rises_on_toy_task(tmp_path, make_cfg, toy_model_dir):
     print("reward", [round(h["train/reward_mean"], 2) for h in hist])
     # The sampled reward at least doubles (seeded, one thread: 0.125 -> 0.27 on the dev machine).
     assert last >= 2 * first and last >= first + 0.1, (first, last)
+
+
+def test_skipping_zero_advantage_rows_changes_nothing(tmp_path, make_cfg, toy_sft_model):
+    """Rows with advantage 0 (groups that all fail or all pass) are not forwarded; the update
+    must equal the one that forwards them (same normaliser, zero loss terms, same optimiser step)."""
+    from safetensors.torch import load_file
+
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.grpo import train_grpo
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
+    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=3",
+              "grpo.num_prompts_per_step=4", "grpo.num_generations_per_prompt=4", "grpo.micro_batch_size=2",
+              "optim.lr=1e-3", "data.val_fraction=0", "checkpoint.every=100"]
+    skip = train_grpo(make_cfg("grpo", tmp_path / "skip", *common))
+    full = train_grpo(make_cfg("grpo", tmp_path / "full", *common, "grpo.skip_zero_advantage=false"))
+    skipped = [h["train/skipped_zero_advantage"] for h in skip.history]
+    assert 0 < sum(skipped) < 3 * 16 and all(h["train/skipped_zero_advantage"] == 0 for h in full.history)
+    assert [h["train/reward_mean"] for h in skip.history] == [h["train/reward_mean"] for h in full.history]
+    a, b = _weights(tmp_path / "skip"), _weights(tmp_path / "full")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    start = load_file(str(next(toy_sft_model.glob("*.safetensors"))))
+    assert any(not torch.equal(a[k], start[k]) for k in a)  # it did train

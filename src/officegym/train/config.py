@@ -244,6 +244,8 @@ class GRPOConfig(Section):
     reward: str | dict[str, Any] = Field("binary", description="any officegym.rewards spec: binary, shaped, {shaped: 0.5, binary: 0.5}")
     invalid_call_penalty: float = Field(0.0, ge=0, description="subtracted from the reward of a rollout with an invalid call")
     invalid_call_advantage: float | None = Field(None, description="overrides the advantage of such rollouts (NeMo RL)")
+    skip_zero_advantage: bool = Field(True, description="no forward/backward for rollouts whose advantage is 0 when "
+                                      "kl_beta is 0: their loss and gradient are exactly 0 (the normaliser still counts them)")
     loss: LossConfig = Field(default_factory=LossConfig)
 
 

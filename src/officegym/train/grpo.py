@@ -331,7 +331,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     g, loss_cfg = cfg.grpo, cfg.grpo.loss
     out = {"train/loss": 0.0, "train/clip_fraction": 0.0, "train/ratio_mean": 1.0, "train/ratio_max": 1.0, "train/kl": 0.0,
            "train/entropy": 0.0, "train/grad_norm": 0.0, "train/trained_tokens": 0.0, "train/train_tokens_per_s": 0.0,
-           "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0}
+           "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0, "train/skipped_zero_advantage": 0.0}
     if not rows:
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
@@ -349,6 +349,15 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     else:
         normaliser = global_normaliser([b["loss_mask"] for b in batches], aggregation)
     use_sampler = cfg.backend == "vllm" or loss_cfg.is_cap is not None
+    if g.skip_zero_advantage and loss_cfg.kl_beta == 0:
+        # A zero advantage makes every term of the clipped loss 0 (and the IS weight only scales it),
+        # so these rows add nothing to the gradient; the normaliser above already counted them.
+        keep = [i for i in order if advantages[i] != 0.0]
+        out["train/skipped_zero_advantage"] = float(len(rows) - len(keep))
+        micro = [keep[i : i + g.micro_batch_size] for i in range(0, len(keep), g.micro_batch_size)]
+        batches = [{**{k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()},
+                    "advantages": torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)}
+                   for idx in micro]
     tokens_total = sum(int(b["attention_mask"].sum()) for b in batches)
     # Old log-probs (mu > 1) and reference log-probs (KL), computed once before any update.
     with torch.no_grad():
@@ -393,6 +402,9 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
                     if logits is not None:
                         sums["ent"] += float(entropy_from_logits(logits.detach(), mask)) * n
+        if not batches:  # every row skipped: the step still sees the zero gradient an unskipped pass gives
+            for p in params:
+                p.grad = torch.zeros_like(p)
         grad_norm = grad_norm_and_clip(params, cfg.optim.grad_clip)
         optimizer.step()
     train_seconds = time.perf_counter() - t0
