@@ -136,23 +136,22 @@ SMALL = ["data.env=toy_pick", "rollout.max_new_tokens_per_turn=16", "rollout.max
 
 def test_reward_rises_on_toy_task(tmp_path, make_cfg, toy_sft_model):
     """After the format-only SFT warm start, GRPO on tasks that all ask for 7: the sampled reward must
-    clearly rise within 16 steps."""
+    rise by a wide margin within 32 steps (seeded, one thread: about 0.14 over the first 4 steps to
+    about 0.5 over the last 8 on the dev machine)."""
     from officegym.core.task import write_jsonl
     from officegym.train import toy
     from officegym.train.grpo import train_grpo
 
     write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
     grpo = make_cfg("grpo", tmp_path / "grpo", f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}",
-                    *SMALL, "grpo.max_steps=16", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=8",
-                    "optim.lr=2e-3", "optim.min_lr=2e-3", "data.val_fraction=0", "checkpoint.every=100",
+                    *SMALL, "grpo.max_steps=32", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=8",
+                    "optim.lr=1e-3", "optim.min_lr=1e-3", "data.val_fraction=0", "checkpoint.every=100",
                     "grpo.micro_batch_size=16")
     hist = train_grpo(grpo).history
-    first = sum(h["train/reward_mean"] for h in hist[:3]) / 3
-    second_half = hist[len(hist) // 2 :]
-    last = sum(h["train/reward_mean"] for h in second_half) / len(second_half)
-    print("reward", [round(h["train/reward_mean"], 2) for h in hist])
-    # The sampled reward at least doubles (seeded, one thread: 0.125 -> 0.27 on the dev machine).
-    assert last >= 2 * first and last >= first + 0.1, (first, last)
+    rewards = [h["train/reward_mean"] for h in hist]
+    first, last = sum(rewards[:4]) / 4, sum(rewards[-8:]) / 8
+    print("reward", [round(r, 2) for r in rewards])
+    assert last >= 0.4 and last >= 2.5 * first and last >= first + 0.25, (first, last)
 
 
 def test_skipping_zero_advantage_rows_changes_nothing(tmp_path, make_cfg, toy_sft_model):
