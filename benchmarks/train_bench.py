@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generations", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast, fp32 master weights")
+    ap.add_argument("--model", default="smollm2-135m", help="smollm2-135m or a model directory (e.g. an SFT run's model)")
+    ap.add_argument("--skip-zero-advantage", action="store_true",
+                    help="skip rows with advantage 0 (the default in training; off here so every step trains on all rows)")
     args = ap.parse_args(argv)
     import torch
 
@@ -45,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                  f"grpo.num_generations_per_prompt={args.generations}", f"rollout.max_new_tokens_per_turn={args.max_new_tokens}",
                  f"rollout.max_new_tokens_per_episode={2 * args.max_new_tokens}", "rollout.max_steps=2",
                  "checkpoint.every=1000", "logging.write_rollouts=false", "grpo.micro_batch_size=2",
-                 f"lora.enabled={'true' if args.lora else 'false'}"]
+                 f"lora.enabled={'true' if args.lora else 'false'}", f"model.precision={args.precision}",
+                 f"model.name={args.model}", f"grpo.skip_zero_advantage={'true' if args.skip_zero_advantage else 'false'}"]
     if world is not None:
         overrides.append(f"data.world={world}")
     cfg = build_config(GRPORunConfig, {}, overrides)
@@ -54,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - t0
     timed = hist[1:] or hist
     table = Table(title=f"GRPO step on CPU, SmolLM2-135M ({args.threads} threads, {args.prompts}x{args.generations} rollouts, "
-                        f"{'LoRA' if args.lora else 'full'})")
+                        f"{'LoRA' if args.lora else 'full'}, {args.precision})")
     table.add_column("measure")
     table.add_column("median", justify="right")
     rows = [("step (s)", "time/step_s"), ("generation (s)", "time/generation_s"), ("environment (s)", "time/env_s"),

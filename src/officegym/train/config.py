@@ -292,6 +292,8 @@ class SFTSection(Section):
     micro_batch_size: int = Field(4, ge=1)
     max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
     val_fraction_examples: float = Field(0.1, ge=0.0, lt=1.0, description="examples held out for validation loss")
+    prompt_grad: bool = Field(True, description="false: the prompt a micro-batch shares runs once without gradient "
+                              "(exact loss, truncated gradient, ~2-4x faster on long tool prompts; see train/prefix.py)")
 
 
 class RunConfig(Section):

@@ -78,11 +78,12 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
     return train, val, val_tasks, report
 
 
-def _batches(examples: list[Example], micro: int, pad_id: int, device: Any) -> list[dict[str, Any]]:
+def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False) -> list[dict[str, Any]]:
     import torch
 
     out = []
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+    # by_prefix: conversations with the same prompt (same tools) land in the same micro-batch
+    order = sorted(range(len(examples)), key=(lambda i: examples[i].input_ids) if by_prefix else (lambda i: len(examples[i])))
     for start in range(0, len(order), micro):
         chunk = [examples[i] for i in order[start : start + micro]]
         width = max(len(e) for e in chunk)
@@ -97,12 +98,14 @@ def _batches(examples: list[Example], micro: int, pad_id: int, device: Any) -> l
     return out
 
 
-def _nll_sum(tm: Any, batch: dict[str, Any]) -> tuple[Any, int]:
+def _nll_sum(tm: Any, batch: dict[str, Any], prompt_grad: bool = True) -> tuple[Any, int]:
     """Summed negative log-likelihood of the masked tokens, and their number; logits are computed
     only from the first masked position on."""
     from officegym.train.grpo import _forward_logprobs
+    from officegym.train.prefix import forward_logprobs_shared_prefix
 
-    lp, _, offset = _forward_logprobs(tm.model, tm, batch, 1.0)
+    forward = _forward_logprobs if prompt_grad else forward_logprobs_shared_prefix
+    lp, _, offset = forward(tm.model, tm, batch, 1.0)
     mask = batch["loss_mask"][:, offset:]
     return -(lp * mask).sum(), int(mask.sum())
 
@@ -115,9 +118,9 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
     total, tokens = 0.0, 0
     was_training = tm.model.training
     tm.model.eval()
-    with torch.no_grad():
-        for b in _batches(examples, micro, pad_id, tm.device):
-            nll, n = _nll_sum(tm, b)
+    with torch.no_grad():  # the shared-prompt forward is exact and, without gradient, simply cheaper
+        for b in _batches(examples, micro, pad_id, tm.device, by_prefix=True):
+            nll, n = _nll_sum(tm, b, prompt_grad=False)
             total += float(nll)
             tokens += n
     tm.model.train(was_training)
@@ -165,13 +168,13 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
             for step in range(start_step + 1, total + 1):
                 t0 = time.perf_counter()
                 tm.model.train()
-                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device)
+                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, not s.prompt_grad)
                 n_tokens = sum(int(b["loss_mask"].sum()) for b in batches)
                 seen = sum(int(b["attention_mask"].sum()) for b in batches)
                 optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
                 for b in batches:
-                    nll, _ = _nll_sum(tm, b)
+                    nll, _ = _nll_sum(tm, b, s.prompt_grad)
                     loss = nll / max(1, n_tokens)
                     loss.backward()
                     loss_total += float(loss.detach())
