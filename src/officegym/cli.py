@@ -712,10 +712,14 @@ def pipeline(
         cfg = load_pipeline_config(str(config) if config else None, overrides or [])
     except ConfigError as exc:
         _fail(str(exc))
+    from officegym.train.data import DataError
+    from officegym.train.grpo import TrainingSetupError
+    from officegym.train.modeling import ModelSetupError
+
     runner = Pipeline(cfg, console)
     try:
         runner.run()
-    except (PipelineError, ValueError, OSError) as exc:
+    except (PipelineError, DataError, TrainingSetupError, ModelSetupError, ValueError, OSError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: rerun the same command to continue from the last finished stage or checkpoint[/]")

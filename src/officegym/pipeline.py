@@ -8,6 +8,7 @@ interrupted pipeline resumes by running the same command again. The resolved con
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -126,11 +127,23 @@ class Pipeline:
                 self._say(f"[dim]{stage}: done already ({done})[/]")
                 continue
             self._say(f"[bold]{stage}[/]")
+            t0 = time.perf_counter()
             fn()
+            self._record_time(stage, time.perf_counter() - t0)
             self.ran.append(stage)
             if hook is not None:
                 hook(stage)
         return self.ran
+
+    def _record_time(self, stage: str, seconds: float) -> None:
+        """Seconds per stage in timings.json (a resumed stage adds its new time to the old)."""
+        path = self.out / "timings.json"
+        try:
+            timings = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError:
+            timings = {}
+        timings[stage] = round(float(timings.get(stage, 0.0)) + seconds, 2) if stage != "report" else round(seconds, 2)
+        atomic_write(path, json.dumps(timings, indent=1) + "\n")
 
     # -- stages -------------------------------------------------------------------------------
     def _world(self) -> None:

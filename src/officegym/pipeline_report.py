@@ -30,6 +30,14 @@ def _load(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _timings(out: Path) -> dict[str, float]:
+    try:
+        raw = json.loads((out / "timings.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)} if isinstance(raw, dict) else {}
+
+
 def _rounds(out: Path) -> list[dict[str, Any]]:
     rounds = []
     for path in sorted(out.glob("review/round_*/summary.json")):
@@ -92,6 +100,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     rounds = _rounds(out)
     if rounds:
         md += ["", *review_lines(rounds)]
+    timings = _timings(out)
+    if timings:
+        md += ["", "## Time per stage", "", "| stage | seconds |", "|---|---:|"]
+        md += [f"| {k} | {v:.1f} |" for k, v in timings.items()] + [f"| total | {sum(timings.values()):.1f} |"]
     md += ["", "## Training curves", ""]
     md += [f"![{p.stem}]({p.as_posix()})" for p in plots] or ["(no curves: training has not run or matplotlib is missing)"]
     md_path = out / "report.md"

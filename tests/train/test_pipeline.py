@@ -42,6 +42,9 @@ def test_pipeline_runs_every_stage_then_resumes_by_skipping_them(tmp_path, tiny_
     assert "| accuracy |" in report and "untrained" in report and "after SFT" in report and "after GRPO" in report
     assert (out / "report.html").exists() and (out / "config.yaml").exists()
     assert (out / "grpo" / "model").exists()
+    timings = json.loads((out / "timings.json").read_text())
+    assert set(STAGES) - {"review"} <= set(timings) and all(v >= 0 for v in timings.values())
+    assert "## Time per stage" in report
 
 
 def test_configs_in_the_repo_load(tmp_path):

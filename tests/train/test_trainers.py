@@ -176,3 +176,29 @@ def test_skipping_zero_advantage_rows_changes_nothing(tmp_path, make_cfg, toy_sf
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     start = load_file(str(next(toy_sft_model.glob("*.safetensors"))))
     assert any(not torch.equal(a[k], start[k]) for k in a)  # it did train
+
+
+def test_grpo_with_bf16_autocast_generates(tmp_path, make_cfg, tiny_model_dir, toy_tasks):
+    """Autocast leaves keys float32 and values bfloat16; generation into the static cache must work."""
+    from officegym.train.grpo import train_grpo
+
+    hist = train_grpo(make_cfg("grpo", tmp_path / "bf16", f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}",
+                               "data.env=toy_pick", "model.precision=bf16", "grpo.max_steps=1",
+                               "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2",
+                               "data.val_fraction=0", "checkpoint.every=100")).history
+    assert hist[0]["train/backend_errors"] == 0 and hist[0]["train/sampled_tokens"] > 0
+
+
+def test_grpo_stops_when_every_rollout_fails_in_the_backend(tmp_path, make_cfg, tiny_model_dir, toy_tasks, monkeypatch):
+    from officegym.agent.hf import HFPolicy
+    from officegym.train.grpo import TrainingSetupError, train_grpo
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the sampler broke")
+
+    monkeypatch.setattr(HFPolicy, "_complete_locked", broken)
+    cfg = make_cfg("grpo", tmp_path / "broken", f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}",
+                   "data.env=toy_pick", "grpo.max_steps=2", "grpo.num_prompts_per_step=2",
+                   "grpo.num_generations_per_prompt=2", "data.val_fraction=0")
+    with pytest.raises(TrainingSetupError, match="all 4 rollouts failed.*the sampler broke"):
+        train_grpo(cfg)

@@ -581,7 +581,16 @@ class HFPolicy:
     def _static_cache(self, length: int) -> Any:
         from transformers import StaticCache
 
-        return StaticCache(config=self._model.config, max_cache_len=length)
+        class UniformStaticCache(StaticCache):
+            """Under CPU autocast the rotary embedding leaves keys in float32 while values stay
+            bfloat16; a static cache holds one dtype (the first keys'), so values follow the keys."""
+
+            def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> Any:
+                if value_states.dtype != key_states.dtype:
+                    value_states = value_states.to(key_states.dtype)
+                return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+
+        return UniformStaticCache(config=self._model.config, max_cache_len=length)
 
     def _cache_from(self, kv: list[tuple[Any, Any]], length: int) -> Any:
         """A preallocated cache of `length` columns holding the given per-layer keys and values."""

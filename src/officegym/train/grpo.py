@@ -224,6 +224,11 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
             break
     groups = groups[: g.num_prompts_per_step]
     all_trajs = [t for grp in sampled for t in grp.trajectories]
+    if all_trajs and all(t.error for t in all_trajs):
+        # Every rollout failed in the backend: nothing to learn from, and the next step would fail
+        # the same way; stop with the backend's message instead of "training" on empty rollouts.
+        raise TrainingSetupError(f"step {step}: all {len(all_trajs)} rollouts failed in the generation backend: "
+                                 f"{all_trajs[0].error}")
     metrics.update(rollout_metrics(all_trajs, "train"))
     sampled_rewards = torch.tensor([_reward(t, g) for t in all_trajs], dtype=torch.float64)
     sampled_gids = torch.tensor([i for i, grp in enumerate(sampled) for _ in grp.trajectories], dtype=torch.long)
