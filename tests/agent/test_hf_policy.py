@@ -423,3 +423,42 @@ def test_shared_prefix_is_reused_across_calls_until_the_weights_change(tiny_dir)
     (after,) = fresh.complete_sync([_request(USERS[0])], params)
     assert fresh.stats["prefix_reused_tokens"] == reused  # the stale keys/values were not used
     assert torch.allclose(torch.tensor(after.logprobs), _recomputed_logprobs(fresh, after, 1.0), atol=1e-4)
+
+
+def test_batches_group_prompts_by_tool_set_and_prefixes_are_kept_per_tool_set(tiny_dir):
+    """Mixed tool sets: each batch shares one system prompt and tool list, and on the next call every
+    tool set's prefix is reused (several are kept, not only the last)."""
+    other_tools = [ToolSpec("calendar_delete_event", "Deletes the event with the given id.",
+                            {"type": "object", "properties": {"event_id": {"type": "string"}}, "required": ["event_id"]})]
+    fresh = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=4)
+    requests = [PolicyRequest(messages=[SYSTEM, {"role": "user", "content": u}], tools=TOOLS if k % 2 else other_tools)
+                for k, u in enumerate(USERS * 2)]
+    fresh.load()
+    prompts = {i: fresh.prompt_ids(r) for i, r in enumerate(requests)}
+    chunks = fresh._chunks(sorted(prompts, key=lambda i: prompts[i]), prompts)
+    assert sorted(len(c) for c in chunks) == [4, 4]
+    assert all(len({id(requests[i].tools) for i in c}) == 1 for c in chunks)  # one tool set per batch
+    params = SamplingParams(temperature=0.0, max_new_tokens=4)
+    first = fresh.complete_sync(requests, params)
+    prefilled = fresh.stats["prefill_tokens"]
+    second = fresh.complete_sync(requests, params)
+    assert [c.completion_ids for c in first] == [c.completion_ids for c in second]
+    rests = sum(len(p) for p in prompts.values()) - sum(
+        min(_common_prefix(prompts[c[0]], prompts[i]) for i in c[1:]) * len(c) for c in chunks)
+    assert fresh.stats["prefill_tokens"] - prefilled <= rests  # both tool sets' prefixes came from the cache
+    for c in second:
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(fresh, c, 1.0), atol=1e-4)
+
+
+def _common_prefix(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_identical_prompts_share_one_batch(tiny_dir):
+    fresh = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8).load()
+    prompts = {i: fresh.prompt_ids(_request(USERS[i % 2])) for i in range(8)}
+    chunks = fresh._chunks(sorted(prompts, key=lambda i: prompts[i]), prompts)
+    assert [len(c) for c in chunks] == [8]

@@ -72,6 +72,8 @@ from officegym.core.types import ToolSpec
 log = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda")
+KEPT_PREFIXES = 8  # shared prefixes whose keys/values are kept between calls
+SPLIT_SHARED_LOSS = 128  # start a new chunk rather than shorten the chunk's shared prefix by more
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 TEMPLATES = ("auto", "officegym", "model")
 
@@ -190,7 +192,9 @@ class HFPolicy:
         self._pad_id = 0
         self._context = None
         self._logits_to_keep = False
-        self._prefix: tuple[Any, list[int], list[tuple[Any, Any]]] | None = None  # (weights version, ids, kv)
+        # Recent shared prefixes, newest last: (weights version, ids, kv). A few are kept because a
+        # batch of mixed tasks has one prefix per tool set, and every turn needs them again.
+        self._prefixes: list[tuple[Any, list[int], list[tuple[Any, Any]]]] = []
 
     # -----------------------------------------------------------------------------------------------
     # Loading
@@ -261,7 +265,7 @@ class HFPolicy:
         self._model = model
         self._device = device
         self.model_path = path
-        self._prefix = None
+        self._prefixes = []
         self._setup_template()
         self._setup_tokens()
         self._context = getattr(model.config, "max_position_embeddings", None)
@@ -362,7 +366,7 @@ class HFPolicy:
         with self._lock:
             self._model = None
             self._tok = None
-            self._prefix = None
+            self._prefixes = []
 
     # -----------------------------------------------------------------------------------------------
     # Rendering and the token ledger
@@ -506,11 +510,12 @@ class HFPolicy:
                 )
                 continue
             prompts[i] = ids
-        # Similar lengths together: less padding.
-        order = sorted(prompts, key=lambda i: len(prompts[i]), reverse=True)
+        # Prompts in token order: those sharing a system prompt and tool list land in the same chunk, so
+        # each chunk prefills that prefix once (and the next chunk often reuses it); their lengths are
+        # close too, so padding stays small.
+        order = sorted(prompts, key=lambda i: prompts[i])
         generator = self._make_generator(params.seed)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in self._chunks(order, prompts):
             t0 = time.perf_counter()
             caps = None if token_caps is None else [token_caps[i] for i in chunk]
             rows = self._generate([prompts[i] for i in chunk], params, generator, caps)
@@ -520,6 +525,27 @@ class HFPolicy:
         self.stats["calls"] += 1
         self.stats["seconds"] += time.perf_counter() - started
         return [r if r is not None else Completion(finish_reason="error", error="no result") for r in results]
+
+    def _chunks(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
+        """Split the sorted requests into batches of at most batch_size, starting a new one where
+        adding a prompt would shorten the batch's shared prefix by more than SPLIT_SHARED_LOSS
+        tokens (every row would then prefill those tokens itself)."""
+        chunks: list[list[int]] = []
+        shared = 0
+        for i in order:
+            chunk = chunks[-1] if chunks else None
+            if chunk is not None and len(chunk) < self.batch_size:
+                common = _common_prefix_length([prompts[chunk[0]], prompts[i]])
+                if len(chunk) == 1:  # a pair belongs together when it shares at least half its prompt
+                    fits = 2 * common >= min(len(prompts[chunk[0]]), len(prompts[i]))
+                else:
+                    fits = shared - common <= SPLIT_SHARED_LOSS
+                if fits:
+                    shared = common if len(chunk) == 1 else min(shared, common)
+                    chunk.append(i)
+                    continue
+            chunks.append([i])
+        return chunks
 
     def _completion(self, row: _Row, params: SamplingParams, seconds: float) -> Completion:
         ids = row.ids
@@ -600,19 +626,24 @@ class HFPolicy:
         return cache
 
     def _prefix_kv(self, prefix: list[int]) -> list[tuple[Any, Any]]:
-        """Per-layer keys and values (batch 1) of `prefix`, reusing the longest prefix kept from the
-        previous call when the weights have not changed since (the system prompt and tool list)."""
+        """Per-layer keys and values (batch 1) of `prefix`, reusing the longest match among the
+        prefixes kept from earlier calls while the weights have not changed since (the system prompt
+        and tool list of each tool set)."""
         from transformers import DynamicCache
 
         torch = self._torch
         version = self._weights_version()
-        reuse = 0
-        if self._prefix is not None and self._prefix[0] == version:
-            _, kept_ids, kept_kv = self._prefix
-            reuse = _common_prefix_length([kept_ids, prefix])
-            if reuse == len(prefix):
-                self.stats["prefix_reused_tokens"] += reuse
-                return [(k[:, :, :reuse], v[:, :, :reuse]) for k, v in kept_kv]
+        self._prefixes = [e for e in self._prefixes if e[0] == version]
+        reuse, kept_kv, best = 0, None, None
+        for entry in self._prefixes:
+            n = _common_prefix_length([entry[1], prefix])
+            if n > reuse:
+                reuse, kept_kv, best = n, entry[2], entry
+        if best is not None and reuse == len(prefix):
+            self._prefixes.remove(best)
+            self._prefixes.append(best)  # most recently used last
+            self.stats["prefix_reused_tokens"] += reuse
+            return [(k[:, :, :reuse], v[:, :, :reuse]) for k, v in kept_kv]
         cache = DynamicCache()
         if reuse:
             for layer, (k, v) in enumerate(kept_kv):
@@ -621,7 +652,8 @@ class HFPolicy:
         mask = torch.ones((1, len(prefix)), dtype=torch.long, device=self._device)
         self._forward(rest, mask, torch.arange(reuse, len(prefix), device=self._device)[None], cache)
         kv = [(layer.keys, layer.values) for layer in cache.layers]
-        self._prefix = (version, list(prefix), kv)
+        self._prefixes.append((version, list(prefix), kv))
+        del self._prefixes[:-KEPT_PREFIXES]
         self.stats["prefix_reused_tokens"] += reuse
         self.stats["prefill_tokens"] += len(prefix) - reuse
         return kv
