@@ -67,7 +67,8 @@ def _source(p: Pipeline, n: int) -> Path:
     candidates = [root / f"round_{n - 1:03d}" / "grpo", root / f"round_{n - 1:03d}" / "eval"] if n > 1 else []
     candidates += [p.out / "grpo", p.out / "eval_grpo", p.out / "eval_sft", p.out / "eval_base"]
     for c in candidates:
-        if any(c.glob("*.jsonl")):
+        rollouts = c / "rollouts.jsonl"
+        if rollouts.exists() and rollouts.stat().st_size > 0:
             return c
     from officegym.pipeline import PipelineError
 
