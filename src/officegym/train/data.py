@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,15 @@ def restrict_tools(task: Task) -> Task:
 
 
 def prepare_tasks(tasks: list[Task], cfg: DataConfig) -> list[Task]:
+    """Check that the tasks belong to `cfg.env` (a task of another environment would only ever get
+    the verifier's "bad task" verdict, reward 0), then restrict tools when asked."""
+    env = registry.canonical_name(cfg.env)
+    foreign = Counter(registry.canonical_name(t.environment_name) for t in tasks if t.environment_name
+                      and registry.canonical_name(t.environment_name) != env)
+    if foreign:
+        names = ", ".join(f"{n} ({k})" for n, k in foreign.most_common())
+        raise DataError(f"data.env is {cfg.env!r} but {sum(foreign.values())} of {len(tasks)} tasks belong to another "
+                        f"environment: {names}; set data.env to match the tasks")
     return [restrict_tools(t) for t in tasks] if cfg.tools == "domain" else tasks
 
 
