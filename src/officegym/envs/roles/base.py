@@ -397,6 +397,18 @@ def infeasible_seed(seed: int) -> bool:
     return seed % INFEASIBLE_MODULUS < INFEASIBLE_RESIDUES
 
 
+def draw_scenario(role: str, seed: int, difficulty: int, draw: Any) -> tuple[dict[str, Any], random.Random]:
+    """`draw(rng, difficulty, infeasible)` retried until it returns a scenario, from an rng salted
+    with the role (the same seed gives unrelated scenarios per role); the rng goes on to the brief."""
+    rng = random.Random(f"{role}:{seed}")
+    infeasible = infeasible_seed(seed)
+    for _ in range(1000):
+        drawn = draw(rng, difficulty, infeasible)
+        if drawn is not None:
+            return drawn, rng
+    raise RuntimeError(f"no {role} scenario for seed {seed}, level {difficulty}")
+
+
 def scenario_seed(rng: random.Random, infeasible: bool) -> int:
     """A fresh 48-bit scenario seed of the wanted kind."""
     base = rng.getrandbits(48) // INFEASIBLE_MODULUS * INFEASIBLE_MODULUS

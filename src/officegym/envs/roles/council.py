@@ -43,6 +43,7 @@ from officegym.envs.roles.base import (
     RoleSession,
     Scenario,
     claim_matches,
+    draw_scenario,
     infeasible_seed,
     money,
     tidy,
@@ -324,14 +325,8 @@ def _binding_facts(public: dict[str, Any], facts: dict[str, dict[str, Any]], sel
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
     infeasible = infeasible_seed(seed)
-    for _ in range(1000):
-        drawn = _draw(rng, difficulty, infeasible)
-        if drawn is not None:
-            break
-    else:
-        raise RuntimeError(f"no {ROLE} scenario for seed {seed}, level {difficulty}")
+    drawn, rng = draw_scenario(ROLE, seed, difficulty, _draw)
     public = drawn["public"]
     lookups: tuple[ToolCall, ...] = tuple(ToolCall("request_facts", {"seat": s}) for s in MEMBERS)
     if infeasible:

@@ -24,8 +24,8 @@ from officegym.envs.roles.base import (
     Scenario,
     ToolRefusal,
     claim_matches,
+    draw_scenario,
     escalation_grade,
-    infeasible_seed,
     money,
     optimality_reward,
     tidy,
@@ -337,15 +337,7 @@ def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
-    infeasible = infeasible_seed(seed)
-    drawn = None
-    for _ in range(1000):
-        drawn = _draw(rng, difficulty, infeasible)
-        if drawn is not None:
-            break
-    else:
-        raise RuntimeError(f"no {ROLE} scenario for seed {seed}, level {difficulty}")
+    drawn, rng = draw_scenario(ROLE, seed, difficulty, _draw)
     public = drawn["public"]
     inline = difficulty < TOOLS_FROM_LEVEL
     lookups = () if inline else (

@@ -26,6 +26,7 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    draw_scenario,
     escalation_grade,
     infeasible_seed,
     tool,
@@ -399,14 +400,8 @@ def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
 
 @lru_cache(maxsize=8192)
 def generate(seed: int, difficulty: int) -> Scenario:
-    rng = random.Random(f"{ROLE}:{seed}")  # salted: the same seed gives unrelated scenarios per role
     infeasible = infeasible_seed(seed)
-    for _ in range(1000):
-        drawn = _draw(rng, difficulty, infeasible)
-        if drawn is not None:
-            break
-    else:
-        raise RuntimeError(f"no {ROLE} scenario for seed {seed}, level {difficulty}")
+    drawn, rng = draw_scenario(ROLE, seed, difficulty, _draw)
     public, truth = drawn["public"], drawn["truth"]
     inline = difficulty < TOOLS_FROM_LEVEL
     lookups: tuple[ToolCall, ...] = ()
