@@ -19,19 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from officegym.core.files import atomic_write
+from officegym.core.files import load_appendable_jsonl as _read_rows
 
 if TYPE_CHECKING:
     from officegym.pipeline import Pipeline
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
-    return rows
 
 
 def build_pool(train: Path, export_dir: Path | None, held_out: set[str], out: Path) -> dict[str, int]:

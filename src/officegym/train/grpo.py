@@ -342,12 +342,17 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths together: less padding
-    micro = [order[i : i + g.micro_batch_size] for i in range(0, len(order), g.micro_batch_size)]
-    batches = []
-    for idx in micro:
-        b = {k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()}
-        b["advantages"] = torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)
-        batches.append(b)
+
+    def micro_batches(index: list[int]) -> list[dict[str, Any]]:
+        out = []
+        for start in range(0, len(index), g.micro_batch_size):
+            idx = index[start : start + g.micro_batch_size]
+            b = {k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()}
+            b["advantages"] = torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)
+            out.append(b)
+        return out
+
+    batches = micro_batches(order)
     aggregation = loss_cfg.aggregation
     if aggregation == "constant":
         normaliser = loss_cfg.constant_normaliser or float(len(rows) * max(int(b["loss_mask"].sum(1).max()) for b in batches))
@@ -359,10 +364,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         # so these rows add nothing to the gradient; the normaliser above already counted them.
         keep = [i for i in order if advantages[i] != 0.0]
         out["train/skipped_zero_advantage"] = float(len(rows) - len(keep))
-        micro = [keep[i : i + g.micro_batch_size] for i in range(0, len(keep), g.micro_batch_size)]
-        batches = [{**{k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()},
-                    "advantages": torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)}
-                   for idx in micro]
+        if len(keep) < len(order):
+            batches = micro_batches(keep)
     tokens_total = sum(int(b["attention_mask"].sum()) for b in batches)
     # Old log-probs (mu > 1) and reference log-probs (KL), computed once before any update.
     with torch.no_grad():
