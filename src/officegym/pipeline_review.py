@@ -18,8 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from officegym.core.files import atomic_write
-from officegym.core.files import load_appendable_jsonl as _read_rows
+from officegym.core.files import atomic_write, load_appendable_jsonl
 
 if TYPE_CHECKING:
     from officegym.pipeline import Pipeline
@@ -27,13 +26,13 @@ if TYPE_CHECKING:
 
 def build_pool(train: Path, export_dir: Path | None, held_out: set[str], out: Path) -> dict[str, int]:
     """Write the reviewed training pool to `out` and return its counts."""
-    rows = _read_rows(train)
+    rows = load_appendable_jsonl(train)
     base = len(rows)
     removed_ids: set[str] = set()
     fixed: dict[str, dict[str, Any]] = {}
     if export_dir is not None:
-        removed_ids = {str(r["id"]) for r in _read_rows(export_dir / "rl_removed.jsonl")}
-        fixed = {str(r["id"]): r for r in _read_rows(export_dir / "rl_tasks.jsonl")}
+        removed_ids = {str(r["id"]) for r in load_appendable_jsonl(export_dir / "rl_removed.jsonl")}
+        fixed = {str(r["id"]): r for r in load_appendable_jsonl(export_dir / "rl_tasks.jsonl")}
     kept = [r for r in rows if str(r["id"]) not in removed_ids]
     index = {str(r["id"]): i for i, r in enumerate(kept)}
     replaced = added = skipped_held_out = 0
@@ -76,7 +75,7 @@ def _start_model(p: Pipeline, n: int) -> str:
 
 
 def _held_out(p: Pipeline) -> set[str]:
-    return {str(r["id"]) for split in ("validation", "test") for r in _read_rows(p.tasks_dir / f"{split}.jsonl")}
+    return {str(r["id"]) for split in ("validation", "test") for r in load_appendable_jsonl(p.tasks_dir / f"{split}.jsonl")}
 
 
 def run_review_rounds(p: Pipeline) -> list[dict[str, Any]]:
