@@ -111,3 +111,17 @@ def test_doctor_lists_every_check_and_says_how_to_fix():
     result = CliRunner().invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "officegym doctor" in result.output and "Python" in result.output
+
+
+def test_verify_out_dev_null_leaves_the_device_alone(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    monkeypatch.setenv("OFFICEGYM_CACHE", str(tmp_path))
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(json.dumps({"response": {"output": []}}) + "\n")
+    before = os.stat("/dev/null")
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--out", "/dev/null"])
+    assert res.exit_code == 0, res.output
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino

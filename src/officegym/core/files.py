@@ -1,28 +1,116 @@
-"""Files written atomically, and JSONL logs that survive an interrupted append."""
+"""Files written atomically, and JSONL logs that survive an interrupted append.
+
+What a write does to what already sits at the path:
+- nothing there, or a regular file: a temp file in the same folder is renamed onto it, so a reader
+  sees the old file or the new one, never half of one. A file keeps its permission bits; a new one
+  gets 0666 minus the umask, like any program's output.
+- a symlink: the link stays; the file it points to is written by the same rules (a dangling link's
+  target is created).
+- a device, FIFO or socket (`--out /dev/null`, `/dev/stdout`, a pipe): written through, in place.
+  Such a path is never replaced: renaming onto /dev/null as root turns it into a regular file.
+- a folder: IsADirectoryError with the path.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
-def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
-    """Write `data` to `path` through a temp file in the same folder and a rename: a reader sees the
-    old file or the new one, never half of one."""
+def _umask() -> int:
+    """The process umask, read without changing it where the OS tells (Linux), else set and reset."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def resolve_output(path: str | os.PathLike[str]) -> Path:
+    """The file a write to `path` lands in: symlinks followed (also dangling ones); a folder refused."""
     target = Path(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    if target.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not a file")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open `path` for writing ("w" text, UTF-8, "\\n" newlines; or "wb") by the rules of this module;
+    the new content appears on leaving the block without an exception, else the old stays."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', not {mode!r}")
+    target = resolve_output(path)
+    text_args: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # A device, FIFO or socket: write through, never rename over it.
+        with open(target, mode, **text_args) as fh:
+            yield fh
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+        with os.fdopen(fd, mode, **text_args) as fh:
+            yield fh
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write `data` to `path` atomically (see the module docstring for links and devices)."""
+    with atomic_open(path, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
+
+
+def jsonl_line(row: Any, default: Any = None) -> str:
+    """One JSONL line. Non-ASCII stays readable; the only line break in the file is "\\n" (JSON
+    escapes it inside strings), so readers must split on "\\n" alone, never on str.splitlines()'s
+    U+2028, U+2029, U+0085, \\x1c-\\x1e, which may sit raw inside strings. A value JSON cannot
+    hold raises TypeError unless `default` converts it."""
+    return json.dumps(row, ensure_ascii=False, default=default) + "\n"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSONL text (split on "\\n" only; a "\\r" before it is dropped)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_jsonl_text(path: str | os.PathLike[str]) -> list[str]:
+    """The lines of a JSONL file, read in binary so that no decoder splits on other line breaks."""
+    return jsonl_lines(Path(path).read_bytes().decode("utf-8"))
+
+
+def write_jsonl_rows(path: str | os.PathLike[str], rows: Iterable[Any]) -> int:
+    """Write rows as JSONL atomically; returns the number of rows."""
+    count = 0
+    with atomic_open(path, "w") as fh:
+        for row in rows:
+            fh.write(jsonl_line(row))
+            count += 1
+    return count
 
 
 def load_appendable_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -33,7 +121,7 @@ def load_appendable_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not target.exists():
         return []
     rows, torn = [], False
-    lines = target.read_text(encoding="utf-8").splitlines()
+    lines = read_jsonl_text(target)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -45,5 +133,5 @@ def load_appendable_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 continue
             raise ValueError(f"{target}:{i + 1}: not valid JSON (the file is damaged before its last line)") from None
     if torn:
-        atomic_write(target, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
+        write_jsonl_rows(target, rows)
     return rows

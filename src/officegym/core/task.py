@@ -5,12 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from officegym.core.files import write_jsonl_rows
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
 from officegym.core.types import ToolCall
 
@@ -152,19 +151,5 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> int:
-    """Write rows as JSONL atomically (temp file + rename); returns the number of rows."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row.to_row() if isinstance(row, Task) else row, ensure_ascii=False))
-                fh.write("\n")
-                count += 1
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+    """Write rows (Tasks or dicts) as JSONL atomically (core.files rules); returns the number of rows."""
+    return write_jsonl_rows(path, (row.to_row() if isinstance(row, Task) else row for row in rows))

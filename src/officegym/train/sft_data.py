@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import read_jsonl_text
 from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
@@ -113,7 +114,7 @@ def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"no such rollout file: {p}")
-        for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        for lineno, line in enumerate(read_jsonl_text(p), 1):
             if not line.strip():
                 continue
             try:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from officegym.core.files import atomic_write
+from officegym.core.files import atomic_write, read_jsonl_text
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_jsonl_text(path):
         if not line.strip():
             continue
         try:
@@ -46,7 +46,7 @@ def truncate_jsonl(path: Path, keep: Any) -> int:
     if not path.exists():
         return 0
     kept, dropped = [], 0
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_jsonl_text(path):
         if not line.strip():
             continue
         try:
