@@ -1,4 +1,5 @@
-"""SFT seconds per conversation on CPU: micro-batch size x prompt gradient (`sft.prompt_grad`).
+"""SFT seconds per conversation on CPU: micro-batch size x how the shared prefix runs
+(`sft.share_prefix`, `sft.prompt_grad`; see train/forward.py).
 
     python benchmarks/sft_bench.py --tasks runs/quickstart/tasks/train.jsonl --world runs/quickstart/world
 
@@ -42,24 +43,27 @@ def main(argv: list[str] | None = None) -> int:
     tm = load_train_model(cfg.model, cfg.lora, 0)
     renderer = token_renderer(tm, cfg)
     train, _, _, _ = build_examples(cfg, renderer, make_environment(cfg.data))
-    examples = train[: args.conversations]
+    # Conversations of one tool set (in token order), as sft.share_prefix batches them.
+    examples = sorted(train, key=lambda e: e.input_ids)[: args.conversations]
     pad = int(renderer.pad_id)
 
-    def run(micro: int, prompt_grad: bool) -> float:
+    def run(micro: int, share: str) -> float:
         t = time.perf_counter()
-        for b in _batches(examples, micro, pad, tm.device, not prompt_grad):
-            nll, _ = _nll_sum(tm, b, prompt_grad)
+        for b in _batches(examples, micro, pad, tm.device, share != "off"):
+            nll, _ = _nll_sum(tm, b, share)
             (nll / 100).backward()
         return time.perf_counter() - t
 
     table = Table(title=f"SFT on CPU, {len(examples)} conversations of {min(map(len, examples))}-{max(map(len, examples))} "
                         f"tokens ({args.threads} threads, LoRA, bf16 autocast)")
-    for col in ("micro-batch", "prompt gradient", "s / conversation"):
+    for col in ("micro-batch", "shared prefix", "gradient", "s / conversation"):
         table.add_column(col, justify="right")
-    for micro, prompt_grad in ((1, True), (4, True), (1, False), (4, False)):
-        run(micro, prompt_grad)
-        best = min(run(micro, prompt_grad) for _ in range(2))
-        table.add_row(str(micro), "yes" if prompt_grad else "no", f"{best / len(examples):.2f}")
+    n = len(examples)
+    for micro, share in ((1, "off"), (n, "off"), (n, "exact"), (n, "no_grad")):
+        run(micro, share)
+        best = min(run(micro, share) for _ in range(2))
+        label = {"off": ("no", "exact"), "exact": ("once", "exact"), "no_grad": ("once", "truncated")}[share]
+        table.add_row(str(micro), *label, f"{best / n:.2f}")
     Console(width=120).print(table)
     print(f"Python {platform.python_version()}, torch {torch.__version__}, {platform.machine()}, {time.strftime('%Y-%m-%d')}")
     return 0

@@ -308,28 +308,11 @@ def _rows(trajs: Sequence[Trajectory], advantages: Any, policy: Any) -> tuple[li
     return rows, adv, broken
 
 
-def _forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: float, want_logits: bool = False) -> tuple[Any, Any, int]:
-    """Log-probs of the batch's ids (aligned with them), computing logits only from the first
-    trained position on: a long tool-laden prompt never materialises its vocabulary-wide logits."""
-    from officegym.train.losses import token_logprobs
-
-    ids, attn, mask = batch["input_ids"], batch["attention_mask"], batch["loss_mask"]
-    length = ids.shape[1]
-    trained = mask.bool().any(dim=0).nonzero()
-    first = int(trained[0]) if trained.numel() else length - 1
-    first = max(1, first)
-    keep = length - first + 1
-    with tm.autocast():
-        out = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False)
-    logits = out.logits[:, -keep:]
-    lp = token_logprobs(logits, ids[:, length - keep :], temperature=temperature)
-    return lp, (logits if want_logits else None), length - keep
-
-
 def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float], optimizer: Any, params: Sequence[Any],
             policy: Any, reference: Any) -> dict[str, float]:
     import torch
 
+    from officegym.train.forward import forward_logprobs
     from officegym.train.ledger import collate
     from officegym.train.losses import entropy_from_logits, global_normaliser, policy_loss
 
@@ -341,7 +324,11 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths together: less padding
+    share = "exact" if g.share_prefix else "off"
+    if g.share_prefix:  # token order: a group's rollouts (and groups of one tool set) share a prefix
+        order = sorted(range(len(rows)), key=lambda i: rows[i].input_ids.tolist())
+    else:  # similar lengths together: less padding
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
 
     def micro_batches(index: list[int]) -> list[dict[str, Any]]:
         out = []
@@ -371,13 +358,13 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     with torch.no_grad():
         for b in batches:
             if g.mu > 1:
-                b["old"], _, b["offset"] = _forward_logprobs(tm.model, tm, b, temperature)
+                b["old"], _, b["offset"] = forward_logprobs(tm.model, tm, b, temperature, share=share)
             if loss_cfg.kl_beta > 0:
                 if tm.lora:
                     with tm.reference():
-                        b["ref"], _, _ = _forward_logprobs(tm.model, tm, b, temperature)
+                        b["ref"], _, _ = forward_logprobs(tm.model, tm, b, temperature, share=share)
                 else:
-                    b["ref"], _, _ = _forward_logprobs(reference, tm, b, temperature)
+                    b["ref"], _, _ = forward_logprobs(reference, tm, b, temperature, share=share)
     t0 = time.perf_counter()
     sums = {"loss": 0.0, "clip": 0.0, "ratio": 0.0, "kl": 0.0, "ent": 0.0, "diff": 0.0, "isw": 0.0, "tok": 0}
     ratio_max = 1.0
@@ -386,7 +373,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         optimizer.zero_grad(set_to_none=True)
         last = epoch == g.mu - 1
         for b in batches:
-            lp, logits, offset = _forward_logprobs(tm.model, tm, b, temperature, want_logits=last and loss_cfg.entropy)
+            lp, logits, offset = forward_logprobs(tm.model, tm, b, temperature, share=share,
+                                                  want_logits=last and loss_cfg.entropy)
             mask = b["loss_mask"][:, offset:]
             old = b["old"][:, -lp.shape[1]:] if "old" in b else lp.detach()
             ref = b["ref"][:, -lp.shape[1]:] if "ref" in b else None

@@ -98,16 +98,21 @@ def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_p
     return out
 
 
-def _nll_sum(tm: Any, batch: dict[str, Any], prompt_grad: bool = True) -> tuple[Any, int]:
+def _nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, int]:
     """Summed negative log-likelihood of the masked tokens, and their number; logits are computed
-    only from the first masked position on."""
-    from officegym.train.grpo import _forward_logprobs
-    from officegym.train.prefix import forward_logprobs_shared_prefix
+    only from the first masked position on (`share`: see train/forward.py)."""
+    from officegym.train.forward import forward_logprobs
 
-    forward = _forward_logprobs if prompt_grad else forward_logprobs_shared_prefix
-    lp, _, offset = forward(tm.model, tm, batch, 1.0)
+    lp, _, offset = forward_logprobs(tm.model, tm, batch, 1.0, share=share)  # type: ignore[arg-type]
     mask = batch["loss_mask"][:, offset:]
     return -(lp * mask).sum(), int(mask.sum())
+
+
+def sft_share(s: Any) -> str:
+    """How a micro-batch's shared prefix runs (train/forward.py)."""
+    if not s.prompt_grad:
+        return "no_grad"
+    return "exact" if s.share_prefix else "off"
 
 
 def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> float:
@@ -120,7 +125,7 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
     tm.model.eval()
     with torch.no_grad():  # the shared-prompt forward is exact and, without gradient, simply cheaper
         for b in _batches(examples, micro, pad_id, tm.device, by_prefix=True):
-            nll, n = _nll_sum(tm, b, prompt_grad=False)
+            nll, n = _nll_sum(tm, b, share="no_grad")
             total += float(nll)
             tokens += n
     tm.model.train(was_training)
@@ -168,13 +173,14 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
             for step in range(start_step + 1, total + 1):
                 t0 = time.perf_counter()
                 tm.model.train()
-                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, not s.prompt_grad)
+                share = sft_share(s)
+                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, share != "off")
                 n_tokens = sum(int(b["loss_mask"].sum()) for b in batches)
                 seen = sum(int(b["attention_mask"].sum()) for b in batches)
                 optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
                 for b in batches:
-                    nll, _ = _nll_sum(tm, b, s.prompt_grad)
+                    nll, _ = _nll_sum(tm, b, share)
                     loss = nll / max(1, n_tokens)
                     loss.backward()
                     loss_total += float(loss.detach())

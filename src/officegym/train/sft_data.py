@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from officegym.core.files import read_jsonl_text
 from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.files import read_jsonl_text
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
