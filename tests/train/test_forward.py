@@ -162,3 +162,25 @@ def test_sft_learns_with_a_shared_prefix(tmp_path, make_cfg, tiny_model_dir, wor
                    "sft.max_steps=12", "sft.batch_size=4", "sft.micro_batch_size=4", "optim.lr=3e-3", "optim.min_lr=3e-3")
     hist = train_sft(cfg).history
     assert hist[-1]["train/loss"] < 0.6 * hist[0]["train/loss"], [h["train/loss"] for h in hist]
+
+
+def test_prefix_micro_batches_keep_rows_with_a_long_common_prefix_together():
+    from officegym.train.forward import SPLIT_LOSS, prefix_micro_batches
+
+    tools_a, tools_b = list(range(1000, 1300)), list(range(2000, 2300))
+    rows = [[*tools_b, 1, 2], [*tools_a, 7], [*tools_a, 5, 5], [*tools_b, 3], [*tools_a, 6], [9, 9, 9]]
+    chunks = prefix_micro_batches(rows, max_rows=8)
+    as_sets = sorted(sorted(c) for c in chunks)
+    assert as_sets == [[0, 3], [1, 2, 4], [5]]
+    # the row cap splits a long run of one prefix
+    assert [len(c) for c in prefix_micro_batches([[*tools_a, k] for k in range(5)], max_rows=2)] == [2, 2, 1]
+    # a row that would shorten the shared prefix by more than SPLIT_LOSS starts a new micro-batch
+    late = tools_a[: 300 - SPLIT_LOSS - 10] + [99999] * 400  # sorts after the others
+    assert sorted(sorted(c) for c in prefix_micro_batches([[*tools_a, 1], [*tools_a, 2], late], 8)) == [[0, 1], [2]]
+    near = tools_a[: 300 - SPLIT_LOSS + 10] + [99999] * 400
+    assert sorted(sorted(c) for c in prefix_micro_batches([[*tools_a, 1], [*tools_a, 2], near], 8)) == [[0, 1, 2]]
+    assert prefix_micro_batches([], 4) == []
+    # the token budget counts the shared prefix once and every row's rest
+    group = [tools_a + [k] * 50 for k in range(6)]  # 300 shared + 50 each
+    assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=300 + 4 * 51)] == [4, 2]
+    assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=None)] == [6]

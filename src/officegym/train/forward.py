@@ -30,6 +30,47 @@ SHARES = ("off", "exact", "no_grad")
 MIN_SHARED = 16  # below this the extra forward call costs more than it saves
 
 
+SPLIT_LOSS = 128  # start a new micro-batch rather than shorten the shared prefix by more than this
+
+
+def _lcp(a: Any, b: Any) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int | None = None) -> list[list[int]]:
+    """Indexes of `seqs` in micro-batches for a shared-prefix forward: in token order (rows with a
+    common prefix side by side), cut where adding a row would shorten the micro-batch's shared prefix
+    by more than SPLIT_LOSS tokens (a pair belongs together when it shares at least half of the
+    shorter row), at `max_rows` rows, and where the tokens run with gradient (the shared prefix once
+    plus every row's rest) would exceed `max_tokens` (activation memory grows with them). Rows of one
+    tool set, or of one GRPO group, thus run their long common prompt once."""
+    order = sorted(range(len(seqs)), key=lambda i: seqs[i])
+    out: list[list[int]] = []
+    shared = 0
+    for i in order:
+        chunk = out[-1] if out else None
+        if chunk is not None and len(chunk) < max_rows:
+            common = _lcp(seqs[chunk[0]], seqs[i])
+            if len(chunk) == 1:
+                fits = 2 * common >= min(len(seqs[chunk[0]]), len(seqs[i]))
+                new_shared = common
+            else:
+                fits = shared - common <= SPLIT_LOSS
+                new_shared = min(shared, common)
+            new_cost = new_shared + sum(len(seqs[j]) - new_shared for j in chunk) + len(seqs[i]) - new_shared
+            if fits and (max_tokens is None or new_cost <= max_tokens):
+                shared = new_shared
+                chunk.append(i)
+                continue
+        out.append([i])
+        shared = len(seqs[i])
+    return out
+
+
 def _first_trained(loss_mask: Any) -> int | None:
     trained = loss_mask.bool().any(dim=0).nonzero()
     return int(trained[0]) if trained.numel() else None

@@ -312,7 +312,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
             policy: Any, reference: Any) -> dict[str, float]:
     import torch
 
-    from officegym.train.forward import forward_logprobs
+    from officegym.train.forward import forward_logprobs, prefix_micro_batches
     from officegym.train.ledger import collate
     from officegym.train.losses import entropy_from_logits, global_normaliser, policy_loss
 
@@ -325,15 +325,16 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
     share = "exact" if g.share_prefix else "off"
-    if g.share_prefix:  # token order: a group's rollouts (and groups of one tool set) share a prefix
-        order = sorted(range(len(rows)), key=lambda i: rows[i].input_ids.tolist())
-    else:  # similar lengths together: less padding
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
 
     def micro_batches(index: list[int]) -> list[dict[str, Any]]:
+        if g.share_prefix:  # a group's rollouts (and groups of one tool set) share a prefix: together
+            chunks = [[index[j] for j in c] for c in prefix_micro_batches([rows[i].input_ids.tolist() for i in index],
+                                                                          g.micro_batch_size, g.micro_batch_tokens)]
+        else:  # similar lengths together: less padding
+            chunks = [index[start : start + g.micro_batch_size] for start in range(0, len(index), g.micro_batch_size)]
         out = []
-        for start in range(0, len(index), g.micro_batch_size):
-            idx = index[start : start + g.micro_batch_size]
+        for idx in chunks:
             b = {k: v.to(tm.device) for k, v in collate([rows[i] for i in idx], pad_id).items()}
             b["advantages"] = torch.tensor([advantages[i] for i in idx], dtype=torch.float32, device=tm.device)
             out.append(b)

@@ -78,14 +78,23 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
     return train, val, val_tasks, report
 
 
-def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False) -> list[dict[str, Any]]:
+def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False,
+             max_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Right-padded micro-batches of at most `micro` conversations; `by_prefix`: conversations with
+    a long common prefix (one tool set) together (train/forward.py `prefix_micro_batches`), else
+    similar lengths together."""
     import torch
 
+    from officegym.train.forward import prefix_micro_batches
+
+    if by_prefix:
+        chunks = prefix_micro_batches([e.input_ids for e in examples], micro, max_tokens)
+    else:
+        order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
+        chunks = [order[start : start + micro] for start in range(0, len(order), micro)]
     out = []
-    # by_prefix: conversations with the same prompt (same tools) land in the same micro-batch
-    order = sorted(range(len(examples)), key=(lambda i: examples[i].input_ids) if by_prefix else (lambda i: len(examples[i])))
-    for start in range(0, len(order), micro):
-        chunk = [examples[i] for i in order[start : start + micro]]
+    for idx in chunks:
+        chunk = [examples[i] for i in idx]
         width = max(len(e) for e in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
         attn = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -174,7 +183,8 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                 t0 = time.perf_counter()
                 tm.model.train()
                 share = sft_share(s)
-                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, share != "off")
+                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, share != "off",
+                                   s.micro_batch_tokens)
                 n_tokens = sum(int(b["loss_mask"].sum()) for b in batches)
                 seen = sum(int(b["attention_mask"].sum()) for b in batches)
                 optimizer.zero_grad(set_to_none=True)
