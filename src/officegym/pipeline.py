@@ -51,6 +51,9 @@ class EvalSection(_Section):
     dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
                                                           "decodes faster on CPUs with AMX/AVX512-BF16")
     max_tool_output_chars: int | None = 2000
+    backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
+                                           "swapped per stage; pip install 'officegym[vllm]')")
+    vllm: dict[str, Any] = Field(default_factory=dict, description="vllm.LLM options for the vllm backend (dtype, ...)")
 
 
 class ReviewSection(_Section):
@@ -189,9 +192,13 @@ class Pipeline:
 
         e = self.cfg.eval
         tasks = self._eval_tasks()
-        spec = model if model == "smollm2-135m" or ":" in model or model in ("oracle", "noop", "random") else f"hf:{model}"
-        options = ({"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype}
-                   if spec.startswith(("hf:", "smollm2")) else {})
+        spec = _policy_spec(model, e.backend)
+        if spec.startswith("vllm:"):
+            options: dict[str, Any] = dict(e.vllm)
+        elif spec.startswith(("hf:", "smollm2")):
+            options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype}
+        else:
+            options = {}
         policy = make_policy(spec, **options)
         config = LoopConfig(max_steps=e.max_steps, max_tool_output_chars=e.max_tool_output_chars,
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
@@ -256,6 +263,13 @@ class Pipeline:
         from officegym.pipeline_report import write_pipeline_report
 
         write_pipeline_report(self.out)
+
+
+def _policy_spec(model: str, backend: str) -> str:
+    """The policy spec that evaluates `model` (a path, smollm2-135m or a spec) on `backend`."""
+    if ":" in model or model in ("oracle", "noop", "random"):
+        return model
+    return f"{backend}:{model}"
 
 
 def _merge(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:

@@ -184,3 +184,24 @@ def test_prefix_micro_batches_keep_rows_with_a_long_common_prefix_together():
     group = [tools_a + [k] * 50 for k in range(6)]  # 300 shared + 50 each
     assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=300 + 4 * 51)] == [4, 2]
     assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=None)] == [6]
+
+
+def test_grouped_stream_gives_batches_of_one_group_and_resumes():
+    from officegym.train.data import DataError, GroupedStream
+
+    items = [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(7)] + ["c0", "d0"]
+    groups = [list(range(10)), list(range(10, 17)), [17], [18]]
+    stream = GroupedStream(items, groups, run=4, seed=3)
+    assert len(stream._order) % 4 == 0  # whole batches: alignment survives epoch boundaries
+    epoch = [stream.take(4) for _ in range(len(stream._order) // 4)]
+    assert set(x for b in epoch for x in b) == set(items)
+    kinds = sorted("".join(sorted({x[0] for x in b})) for b in epoch)
+    assert kinds == ["a", "a", "a", "b", "b", "cd"]  # one group per batch; the small groups share one
+    for b in (stream.take(4) for _ in range(12)):  # later epochs stay aligned
+        assert len({x[0] for x in b}) == 1 or set(b) <= {"c0", "d0"}
+    state = stream.state_dict()
+    again = GroupedStream(items, groups, run=4, seed=3)
+    again.load_state_dict(state)
+    assert again.take(9) == stream.take(9)
+    with pytest.raises(DataError, match="cover"):
+        GroupedStream(items, [[0, 1]], run=4, seed=0)

@@ -299,6 +299,9 @@ class SFTSection(Section):
     val_fraction_examples: float = Field(0.1, ge=0.0, lt=1.0, description="examples held out for validation loss")
     micro_batch_tokens: int | None = Field(8192, ge=1, description="tokens run with gradient per micro-batch (a shared "
                                            "prefix counts once): bounds activation memory; null: rows only")
+    batch_by_prefix: bool = Field(False, description="draw each step's conversations from one tool set (conversations "
+                                  "sharing a long prompt prefix), so the step runs that prompt once; batches are then not "
+                                  "i.i.d. across tool sets")
     share_prefix: bool = Field(True, description="run the prefix the conversations of a micro-batch share (system prompt, "
                                "tool list) once, with gradient: exact loss and gradient (train/forward.py); "
                                "micro-batches then take conversations in token order")

@@ -175,3 +175,42 @@ class TaskStream:
         self.epoch = int(state["epoch"])
         self.index = int(state["index"])
         self._order = self._make_order(self.epoch)
+
+
+class GroupedStream(TaskStream):
+    """A TaskStream whose order puts items of one group side by side in runs of `run` items (each
+    group shuffled, cut into runs, the runs shuffled), so that a batch of `run` consecutive items
+    comes from one group. A group's last run is filled up with other members of the group (a few
+    items are seen twice in an epoch); groups smaller than a run share mixed runs. SFT uses it with the groups of conversations sharing a tool set: a step's
+    micro-batch then runs that long prompt once (train/forward.py)."""
+
+    def __init__(self, tasks: list[Any], groups: list[list[int]], run: int, seed: int, shuffle: bool = True):
+        if sorted(i for g in groups for i in g) != list(range(len(tasks))):
+            raise DataError("groups must cover every item exactly once")
+        self.groups = groups
+        self.run = max(1, run)
+        super().__init__(tasks, seed, shuffle)
+
+    def _make_order(self, epoch: int) -> list[int]:
+        rng = random.Random(f"grouped:{self.seed}:{epoch}")
+        runs, pool = [], []
+        for group in self.groups:
+            members = list(group)
+            if self.shuffle:
+                rng.shuffle(members)
+            if len(members) < self.run:
+                pool.extend(members)
+                continue
+            runs.extend(_runs(members, self.run))
+        if pool:
+            runs.extend(_runs(pool, self.run))
+        if self.shuffle:
+            rng.shuffle(runs)
+        return [i for r in runs for i in r]
+
+
+def _runs(members: list[int], run: int) -> list[list[int]]:
+    """`members` cut into runs of exactly `run`, the last filled up with the first members (so every
+    run, and every epoch, is a whole number of batches)."""
+    members = members + (members * run)[: -len(members) % run]
+    return [members[i : i + run] for i in range(0, len(members), run)]

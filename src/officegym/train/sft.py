@@ -17,7 +17,14 @@ from typing import Any
 
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import SFTRunConfig
-from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
+from officegym.train.data import (
+    GroupedStream,
+    TaskStream,
+    load_tasks,
+    make_environment,
+    prepare_tasks,
+    split_tasks,
+)
 from officegym.train.grpo import TrainingSetupError, TrainResult, _check_out_dir
 from officegym.train.modeling import load_train_model, token_renderer
 from officegym.train.rollouts import validate
@@ -163,7 +170,13 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
     optimizer = make_optimizer(params, cfg.optim)
     scheduler = make_scheduler(optimizer, cfg.optim, total)
     manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
-    stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
+    if s.batch_by_prefix:
+        from officegym.train.forward import prefix_micro_batches
+
+        groups = prefix_micro_batches([e.input_ids for e in train], len(train))
+        stream: TaskStream = GroupedStream(train, groups, s.batch_size, cfg.seed, cfg.data.shuffle)
+    else:
+        stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
     start_step = 0
     info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
     if info is not None:
