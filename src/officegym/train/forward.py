@@ -98,10 +98,15 @@ def shared_prefix_length(ids: Any, attention_mask: Any, loss_mask: Any, share: S
 
 
 def forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: float, *, share: Share = "off",
-                     want_logits: bool = False) -> tuple[Any, Any, int]:
-    """(log-probs [B, L - offset] aligned with ids[:, offset:], the logits they came from or None,
-    offset). Logits are computed only from the first trained token's predecessor on, so a long
-    prompt never materialises vocabulary-wide logits."""
+                     want_entropy: bool = False) -> tuple[Any, Any, int]:
+    """(log-probs [B, L - offset] aligned with ids[:, offset:], zero where the loss mask is 0; the
+    mean entropy of the masked tokens' distributions (a detached scalar) or None; offset).
+
+    Vocabulary-wide logits are computed only for the masked tokens: the backbone's last hidden
+    states at their predecessors go through the output layer as one [K, V] matrix (K trained
+    tokens), so tool outputs and prompts never pay for the 49k-wide head, and the log-softmax runs
+    fused (cross-entropy). Models whose head is not a plain linear map of the last hidden state
+    (logit soft-capping or scaling) get their logits from their own forward instead."""
     if share not in SHARES:
         raise ValueError(f"share must be one of {SHARES}, got {share!r}")
     ids, attn, mask = batch["input_ids"], batch["attention_mask"], batch["loss_mask"]
@@ -109,53 +114,103 @@ def forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: fl
     checkpointing = getattr(getattr(tm, "base", None), "is_gradient_checkpointing", False)
     shared = 0 if checkpointing else shared_prefix_length(ids, attn, mask, share)
     if shared < MIN_SHARED:
-        return _plain(model, tm, ids, attn, mask, temperature, want_logits)
-    return _shared(model, tm, ids, attn, mask, temperature, shared, share == "exact", want_logits)
-
-
-def _plain(model: Any, tm: Any, ids: Any, attn: Any, mask: Any, temperature: float, want_logits: bool) -> tuple[Any, Any, int]:
-    from officegym.train.losses import token_logprobs
-
-    length = ids.shape[1]
+        shared = 0
+    rows, length = ids.shape
     first = _first_trained(mask)
-    first = max(1, first if first is not None else length - 1)
-    keep = length - first + 1
+    offset = max(0, (first if first is not None else length - 1) - 1)  # predicts the first trained token
+    if bool(mask[:, 0].bool().any()):
+        raise ValueError("loss_mask[:, 0] is set, but the first token has no prediction")
+    b_idx, t_idx = mask.bool().nonzero(as_tuple=True)
+    source = t_idx - 1  # the position whose output predicts token t
+    split = _head_split(model)
+    if shared:
+        states, index = _run_shared(model, tm, split, ids, attn, shared, offset, source, b_idx, share == "exact")
+    else:
+        states, index = _run_plain(model, tm, split, ids, attn, offset, source, b_idx)
+    picked = states[index]
+    if split is not None:
+        with tm.autocast():
+            picked = split[1](picked)
+    import torch
+    import torch.nn.functional as F
+
+    logits = picked.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    lp_k = -F.cross_entropy(logits, ids[b_idx, t_idx], reduction="none")  # K = 0 gives [] (with a graph)
+    lp = torch.zeros((rows, length - offset), dtype=torch.float32, device=ids.device)
+    lp = lp.index_put((b_idx, t_idx - offset), lp_k)
+    entropy = None
+    if want_entropy:
+        with torch.no_grad():
+            if len(t_idx):
+                logp = torch.log_softmax(logits.detach(), dim=-1).clamp(min=torch.finfo(torch.float32).min)
+                entropy = -(logp.exp() * logp).sum(-1).mean()
+            else:
+                entropy = torch.zeros(())
+    return lp, entropy, offset
+
+
+# Model types whose causal-LM head is `lm_head(last hidden state)` and nothing more.
+_PLAIN_HEADS = {"llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "olmo2", "starcoder2", "gemma", "nemotron"}
+
+
+def _head_split(model: Any) -> tuple[Any, Any] | None:
+    """(backbone, output layer) when the logits are the output layer applied to the backbone's last
+    hidden state, else None."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = getattr(inner, "config", None)
+    if getattr(config, "model_type", None) not in _PLAIN_HEADS:
+        return None
+    get_decoder, get_head = getattr(inner, "get_decoder", None), getattr(inner, "get_output_embeddings", None)
+    if get_decoder is None or get_head is None or get_head() is None:
+        return None
+    return get_decoder(), get_head()
+
+
+def _states(model: Any, split: Any, keep_from: int, **kwargs: Any) -> Any:
+    """[B, T - keep_from, D] outputs from position keep_from on: hidden states (D = hidden size)
+    when the head is split off, else logits."""
+    if split is not None:
+        return split[0](**kwargs).last_hidden_state[:, keep_from:]
+    length = kwargs["input_ids"].shape[1]
+    return model(**kwargs, logits_to_keep=max(1, length - keep_from)).logits[:, -(length - keep_from):]
+
+
+def _run_plain(model: Any, tm: Any, split: Any, ids: Any, attn: Any, offset: int, source: Any, b_idx: Any) -> tuple[Any, Any]:
+    rows, length = ids.shape
     with tm.autocast():
-        out = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False)
-    logits = out.logits[:, -keep:]
-    lp = token_logprobs(logits, ids[:, length - keep :], temperature=temperature)
-    return lp, (logits if want_logits else None), length - keep
+        states = _states(model, split, offset, input_ids=ids, attention_mask=attn, use_cache=False)
+    width = length - offset
+    return states.reshape(rows * width, -1), b_idx * width + (source - offset)
 
 
-def _shared(model: Any, tm: Any, ids: Any, attn: Any, mask: Any, temperature: float, shared: int,
-            grad: bool, want_logits: bool) -> tuple[Any, Any, int]:
+def _run_shared(model: Any, tm: Any, split: Any, ids: Any, attn: Any, shared: int, offset: int, source: Any, b_idx: Any,
+                grad: bool) -> tuple[Any, Any]:
+    """The prefix once (batch 1, with or without gradient), then every row's rest on its keys and
+    values; returns the outputs of both, flattened, and where each masked token's predecessor is."""
     import contextlib
 
     import torch
     from transformers import DynamicCache
 
-    from officegym.train.losses import token_logprobs
-
     rows, length = ids.shape
-    first = _first_trained(mask)
-    offset = max(0, first - 1)  # the first position whose logits are needed (it predicts `first`)
-    # The prefix's logits are needed from `offset` on, if that lies inside it.
-    prefix_keep = shared - offset if offset < shared else 1
+    pre_from = min(offset, shared - 1)  # prefix outputs needed from here (trained tokens inside it)
     cache = DynamicCache()
     with (contextlib.nullcontext() if grad else torch.no_grad()), tm.autocast():
-        pre = model(input_ids=ids[:1, :shared], attention_mask=attn[:1, :shared], past_key_values=cache, use_cache=True,
-                    logits_to_keep=prefix_keep)
+        pre = _states(model, split, pre_from, input_ids=ids[:1, :shared], attention_mask=attn[:1, :shared],
+                      past_key_values=cache, use_cache=True)
     expanded = DynamicCache()
     for layer, entry in enumerate(cache.layers):
+        # A view: the backward of expand sums every row's gradient into the one prefix.
         expanded.update(entry.keys.expand(rows, -1, -1, -1), entry.values.expand(rows, -1, -1, -1), layer)
     positions = torch.arange(shared, length, device=ids.device)[None].expand(rows, -1)
-    suffix_keep = length - max(shared, offset)
     with tm.autocast():
-        out = model(input_ids=ids[:, shared:], attention_mask=attn, position_ids=positions, past_key_values=expanded,
-                    use_cache=True, logits_to_keep=suffix_keep)
-    logits = out.logits[:, -suffix_keep:]
-    if offset < shared:
-        # Trained tokens inside the prefix: the prefix's logits are the same for every row.
-        logits = torch.cat([pre.logits[:, -prefix_keep:].expand(rows, -1, -1), logits], dim=1)
-    lp = token_logprobs(logits, ids[:, offset:], temperature=temperature)
-    return lp, (logits if want_logits else None), offset
+        rest = _states(model, split, 0, input_ids=ids[:, shared:], attention_mask=attn, position_ids=positions,
+                       past_key_values=expanded, use_cache=True)
+    n_pre = shared - pre_from
+    width = length - shared
+    states = torch.cat([pre[0], rest.reshape(rows * width, -1)], dim=0)
+    in_prefix = source < shared
+    index = torch.where(in_prefix, source - pre_from, n_pre + b_idx * width + (source - shared))
+    return states, index

@@ -314,7 +314,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
 
     from officegym.train.forward import forward_logprobs, prefix_micro_batches
     from officegym.train.ledger import collate
-    from officegym.train.losses import entropy_from_logits, global_normaliser, policy_loss
+    from officegym.train.losses import global_normaliser, policy_loss
 
     g, loss_cfg = cfg.grpo, cfg.grpo.loss
     out = {"train/loss": 0.0, "train/clip_fraction": 0.0, "train/ratio_mean": 1.0, "train/ratio_max": 1.0, "train/kl": 0.0,
@@ -374,8 +374,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         optimizer.zero_grad(set_to_none=True)
         last = epoch == g.mu - 1
         for b in batches:
-            lp, logits, offset = forward_logprobs(tm.model, tm, b, temperature, share=share,
-                                                  want_logits=last and loss_cfg.entropy)
+            lp, entropy, offset = forward_logprobs(tm.model, tm, b, temperature, share=share,
+                                                   want_entropy=last and loss_cfg.entropy)
             mask = b["loss_mask"][:, offset:]
             old = b["old"][:, -lp.shape[1]:] if "old" in b else lp.detach()
             ref = b["ref"][:, -lp.shape[1]:] if "ref" in b else None
@@ -397,8 +397,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     m = mask.bool()
                     sampler_lp = b["sampler_logprobs"][:, offset:]
                     sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
-                    if logits is not None:
-                        sums["ent"] += float(entropy_from_logits(logits.detach(), mask)) * n
+                    if entropy is not None:
+                        sums["ent"] += float(entropy) * n
         if not batches:  # every row skipped: the step still sees the zero gradient an unskipped pass gives
             for p in params:
                 p.grad = torch.zeros_like(p)
