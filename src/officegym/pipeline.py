@@ -188,6 +188,7 @@ class Pipeline:
         from officegym.envs.workplace.env import WorkplaceEnvironment
         from officegym.envs.workplace.tools import WRITE_TOOLS
         from officegym.eval.metrics import compute_metrics
+        from officegym.eval.report import write_report
         from officegym.eval.run import run_eval
 
         e = self.cfg.eval
@@ -209,6 +210,10 @@ class Pipeline:
         if close is not None:
             close()
         metrics = compute_metrics(result.rows, tasks, WRITE_TOOLS)
+        try:
+            write_report(out, metrics, result.rows, title=f"officegym pipeline, {name}: {spec}")
+        except Exception as exc:  # the stage's own report is a nicety; its metrics are what the pipeline needs
+            self._say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
         self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
         return metrics

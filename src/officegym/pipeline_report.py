@@ -4,6 +4,7 @@ round), the per-round review counts and the curves."""
 from __future__ import annotations
 
 import html
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -73,30 +74,124 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _acc_cell(rate: dict[str, Any] | None) -> str:
+    """"47.6% [28.3, 67.6] (n=21)": accuracy, its 95% Wilson interval, the number of rollouts."""
+    if not rate or rate.get("accuracy") is None:
+        return "-"
+    ci = rate.get("ci95")
+    interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else ""
+    return f"{_pct(rate['accuracy'])}{interval} (n={rate.get('n', '?')})"
+
+
 def summary_rows(metrics: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     labels = list(metrics)
-    rows = [
-        ["tasks", *[str(m["tasks"]) for m in metrics.values()]],
-        ["accuracy", *[_pct(m["accuracy"]) for m in metrics.values()]],
-        ["accuracy, tasks with >= 1 write", *[_pct(m["buckets"].get(">= 1 write", {}).get("accuracy")) for m in metrics.values()]],
-        ["accuracy, do-nothing tasks", *[_pct(m["buckets"].get("empty ground truth", {}).get("accuracy")) for m in metrics.values()]],
-        ["side-effect rate", *[_pct(m.get("side_effect_rate")) for m in metrics.values()]],
-        ["invalid-call rate", *[_pct(m.get("invalid_call_rate")) for m in metrics.values()]],
-    ]
-    categories = sorted({c for m in metrics.values() for c in m.get("by", {}).get("category", {})})
+    ms = list(metrics.values())
+    overall = [{"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"), "n": m.get("rollouts")} for m in ms]
+    rows = [["accuracy [95% interval]", *[_acc_cell(o) for o in overall]]]
+    for bucket, name in ((">= 1 write", "tasks with >= 1 write"), ("empty ground truth", "do-nothing tasks")):
+        cells = [_acc_cell(m.get("buckets", {}).get(bucket)) for m in ms]
+        if any(c != "-" for c in cells):  # a row of dashes says nothing: leave it out
+            rows.append([f"accuracy, {name}", *cells])
+    rows += [["side-effect rate", *[_pct(m.get("side_effect_rate")) for m in ms]],
+             ["invalid-call rate", *[_pct(m.get("invalid_call_rate")) for m in ms]]]
+    categories = sorted({c for m in ms for c in m.get("by", {}).get("category", {})})
     for c in categories:
         rows.append([f"accuracy, {c.removeprefix('workplace_assistant_')}",
-                     *[_pct(m.get("by", {}).get("category", {}).get(c, {}).get("accuracy")) for m in metrics.values()]])
+                     *[_acc_cell(m.get("by", {}).get("category", {}).get(c)) for m in ms]])
     return ["", *labels], rows
+
+
+def paired_tests(out: Path) -> list[dict[str, Any]]:
+    """Each stage against the one before it on the same tasks (exact McNemar), from rollouts.jsonl."""
+    from officegym.core.files import load_appendable_jsonl
+    from officegym.eval.stats import paired_outcomes
+
+    present = [(folder, label) for folder, label in EVALS if (out / folder / "rollouts.jsonl").exists()]
+    tests = []
+    for (fa, la), (fb, lb) in itertools.pairwise(present):
+        try:
+            cmp = paired_outcomes(load_appendable_jsonl(out / fa / "rollouts.jsonl"),
+                                  load_appendable_jsonl(out / fb / "rollouts.jsonl"))
+        except ValueError:
+            continue
+        if cmp.n:
+            tests.append({"from": la, "to": lb, **cmp.as_dict()})
+    return tests
+
+
+def verdict_line(t: dict[str, Any]) -> str:
+    """One plain sentence about a paired comparison."""
+    change = f"{100 * t['accuracy_a']:.1f}% -> {100 * t['accuracy_b']:.1f}% ({100 * t['delta']:+.1f} points)"
+    counts = f"{t['only_b']} tasks gained, {t['only_a']} lost, {t['n']} tasks, exact McNemar p = {t['p_value']:.3g}"
+    if t["p_value"] < 0.05:
+        word = "improved" if t["delta"] > 0 else "worsened"
+        return f"{t['to']} vs {t['from']}: {word} accuracy significantly, {change}; {counts}."
+    return f"{t['to']} vs {t['from']}: no significant change in accuracy, {change}; {counts}."
+
+
+def headline(out: Path) -> list[str]:
+    """The lines a pipeline prints at its end: accuracy per stage and each paired test."""
+    metrics = _load(out)
+    lines = [f"{label}: accuracy {_acc_cell({'accuracy': m.get('accuracy'), 'ci95': m.get('accuracy_ci95'), 'n': m.get('rollouts')})}"
+             for label, m in metrics.items()]
+    return lines + [verdict_line(t) for t in paired_tests(out)]
+
+
+def _validation_points(out: Path) -> list[tuple[int, float]]:
+    from officegym.train.tracking import read_metrics
+
+    if not (out / "grpo" / "metrics.jsonl").exists():
+        return []
+    return [(int(r["step"]), float(r["val/accuracy"])) for r in read_metrics(out / "grpo")
+            if isinstance(r.get("val/accuracy"), int | float)]
+
+
+def write_validation_plot(out: Path) -> Path | None:
+    """GRPO's validation accuracy against its step (step 0: the model GRPO started from)."""
+    points = _validation_points(out)
+    if not points:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    ax.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("validation accuracy (%)")
+    ax.set_title("validation accuracy during GRPO", fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = out / "plots" / "grpo_validation_accuracy.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+    return path
 
 
 def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     metrics = _load(out)
     header, rows = summary_rows(metrics) if metrics else (["", "(no evaluations yet)"], [])
-    plots = sorted(p.relative_to(out) for stage in ("sft", "grpo", "review/round_*/grpo") for p in out.glob(f"{stage}/plots/*.png"))
+    tests = paired_tests(out)
+    val_plot = write_validation_plot(out)
+    plots = ([val_plot.relative_to(out)] if val_plot else []) + [
+        p.relative_to(out) for stage in ("sft", "grpo", "review/round_*/grpo") for p in sorted(out.glob(f"{stage}/plots/*.png"))]
+    links = [(label, f"{folder}/report.html") for folder, label in EVALS if (out / folder / "report.html").exists()]
     md = ["# officegym pipeline report", "", f"Run folder: `{out}`. Config: `config.yaml`.", "",
           "## Before and after", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
+    if tests:
+        md += ["", "## Did each stage change accuracy? (paired, same tasks)", ""] + [f"- {verdict_line(t)}" for t in tests]
+    if links:
+        md += ["", "Each evaluation's own report (transcripts, state diffs, failures by kind): "
+               + ", ".join(f"[{label}]({href})" for label, href in links) + "."]
     rounds = _rounds(out)
     if rounds:
         md += ["", *review_lines(rounds)]
@@ -110,12 +205,22 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     atomic_write(md_path, "\n".join(md) + "\n")
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    tests_html = ("<h2>Did each stage change accuracy? (paired, same tasks)</h2><ul>"
+                  + "".join(f"<li>{html.escape(verdict_line(t))}</li>" for t in tests) + "</ul>") if tests else ""
+    links_html = ("<p>Each evaluation's own report: " + ", ".join(
+        f'<a href="{html.escape(href)}">{html.escape(label)}</a>' for label, href in links) + ".</p>") if links else ""
+    timing_html = ""
+    if timings:
+        timing_html = ("<h2>Time per stage</h2><table><tr><th>stage</th><th>seconds</th></tr>"
+                       + "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.1f}</td></tr>" for k, v in timings.items())
+                       + f"<tr><td><b>total</b></td><td><b>{sum(timings.values()):.1f}</b></td></tr></table>")
     images = "".join(f'<figure><img src="{html.escape(p.as_posix())}" width="640"><figcaption>{html.escape(str(p))}</figcaption></figure>'
                      for p in plots)
     page = (f"<!doctype html><meta charset='utf-8'><title>officegym pipeline</title>"
             f"<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.3em .8em;border-bottom:1px solid #ddd}}</style>"
             f"<h1>officegym pipeline report</h1><p>Run folder: <code>{html.escape(str(out))}</code></p>"
-            f"<h2>Before and after</h2><table><tr>{cells}</tr>{body}</table>{_review_html(rounds)}"
+            f"<h2>Before and after</h2><p>Accuracy with its 95% Wilson interval and the number of rollouts.</p>"
+            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}{_review_html(rounds)}{timing_html}"
             f"<h2>Training curves</h2>{images}")
     html_path = out / "report.html"
     atomic_write(html_path, page)

@@ -39,7 +39,11 @@ def test_pipeline_runs_every_stage_then_resumes_by_skipping_them(tmp_path, tiny_
         metrics = json.loads((out / name / "metrics.json").read_text())
         assert metrics["tasks"] == 3
     report = (out / "report.md").read_text()
-    assert "| accuracy |" in report and "untrained" in report and "after SFT" in report and "after GRPO" in report
+    assert "| accuracy [95% interval] |" in report and "untrained" in report and "after SFT" in report
+    assert "after GRPO" in report and "(n=3)" in report
+    # each stage is compared with the one before on the same tasks, in plain words
+    assert "after SFT vs untrained:" in report and "exact McNemar p =" in report and "after GRPO vs after SFT:" in report
+    assert "[after SFT](eval_sft/report.html)" in report
     assert (out / "report.html").exists() and (out / "config.yaml").exists()
     assert (out / "grpo" / "model").exists()
     timings = json.loads((out / "timings.json").read_text())

@@ -9,6 +9,7 @@ from math import comb
 from typing import Any
 
 from officegym.core.task import Task
+from officegym.eval.stats import wilson_interval
 
 ERROR_KINDS = ("missing write", "extra write", "wrong tool", "wrong argument value", "invalid call")
 
@@ -116,6 +117,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         "tasks": len(by_task),
         "samples_per_task": k,
         "accuracy": accuracy,
+        "accuracy_ci95": list(wilson_interval(sum(_matched(r) for r in rows), n_rows)),
         "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in rows),
         "pass_at_k": {str(kk): statistics.fmean(pass_at_k(n, c, kk) for n, c in per_task) for kk in ks},
         "pass_hat_k": {str(kk): statistics.fmean(pass_hat_k(n, c, kk) for n, c in per_task) for kk in ks},
@@ -136,7 +138,8 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
 
 
 def _rate(values: list[bool]) -> dict[str, Any]:
-    return {"n": len(values), "accuracy": statistics.fmean(values) if values else None}
+    return {"n": len(values), "accuracy": statistics.fmean(values) if values else None,
+            "ci95": list(wilson_interval(sum(values), len(values))) if values else None}
 
 
 def _count(values: Iterable[str]) -> dict[str, int]:
