@@ -724,6 +724,10 @@ def pipeline(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: rerun the same command to continue from the last finished stage or checkpoint[/]")
         raise typer.Exit(130) from None
+    from officegym.pipeline_report import headline
+
+    for line in headline(Path(cfg.out_dir)):
+        console.print(line)
     typer.echo(str(Path(cfg.out_dir) / "report.html"))
 
 

@@ -37,6 +37,7 @@ class TasksSection(_Section):
     tools: Literal["all", "domain"] = "domain"
     holdout_templates: int = Field(0, ge=0)
     templates: list[str] | None = Field(None, description="only these template ids (default: all)")
+    fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")
 
 
 class EvalSection(_Section):
@@ -162,7 +163,8 @@ class Pipeline:
         from officegym.sdg.dataset import build_dataset, write_dataset
 
         t = self.cfg.tasks
-        ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates)
+        ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
+                           fractions=t.fractions)
         write_dataset(ds, self.tasks_dir)
         self._say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
 

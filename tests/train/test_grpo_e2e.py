@@ -16,12 +16,14 @@ def test_two_grpo_steps_on_workplace(tmp_path, make_cfg, tiny_model_dir, workpla
     cfg = make_cfg("grpo", tmp_path / "run", f"model.name={tiny_model_dir}", f"data.tasks={workplace_tasks}",
                    f"data.world={tiny_world_dir}", "data.val_fraction=0.25", "grpo.max_steps=2",
                    "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "validation.every=1",
-                   "checkpoint.every=1", "rollout.temperature=1.0")
+                   "validation.at_start=true", "checkpoint.every=1", "rollout.temperature=1.0")
     result = train_grpo(cfg)
     assert result.last_step == 2 and not result.stopped
     run = tmp_path / "run"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == [1, 2]
+    assert [r["step"] for r in records] == [0, 1, 2]  # step 0: the starting model's validation accuracy
+    assert set(records[0]) >= {"step", "val/accuracy"} and "train/loss" not in records[0]
+    records = records[1:]
     for key in ("train/reward_mean", "train/zero_variance_groups", "train/loss", "train/grad_norm", "time/generation_s",
                 "time/env_s", "time/scoring_s", "time/training_s", "train/invalid_call_rate", "train/turns_per_rollout",
                 "val/accuracy", "train/generation_tokens_per_s"):

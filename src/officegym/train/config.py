@@ -256,6 +256,8 @@ class GRPOConfig(Section):
 
 class ValidationConfig(Section):
     every: int = Field(10, ge=0, description="validate every N steps (0: never; always at the end)")
+    at_start: bool = Field(False, description="also validate the starting model, logged as step 0 (GRPO): the first "
+                           "point of the validation curve")
     accuracy: bool = Field(True, description="run the agent loop on the held-out tasks (greedy) and score them")
     temperature: float = 0.0
     samples: int = Field(1, ge=1)

@@ -129,6 +129,14 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
             console.print(f"[yellow]{note}[/]")
     result = TrainResult(run_dir, start_step, start_step, False)
     last_val: dict[str, float] = {}
+    if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy:
+        # Step 0 of the validation curve: the model GRPO starts from.
+        push_weights(policy, tm, 0)
+        last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
+        logger.log(0, last_val)
+        result.history.append({"step": 0, **last_val})
+        if console is not None and "val/accuracy" in last_val:
+            console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
     try:
         with GracefulStop(console) as stop, progress_bar(console) as bar:
             job = bar.add_task("grpo", total=cfg.grpo.max_steps, completed=start_step, info="")
