@@ -1,17 +1,27 @@
-"""Seconds per GRPO step by phase (generation, environment, scoring, training) and tokens/s, on CPU
-with SmolLM2-135M and short prompts (each task offers only its domain tools).
+"""Seconds per GRPO step by phase, officegym side by side with TRL's GRPOTrainer on the same work.
 
-    python benchmarks/train_bench.py --tasks ../shared/reference/workplace/example.jsonl [--steps 3] [--threads 2]
+    python benchmarks/train_bench.py --tasks runs/quickstart/tasks/train.jsonl --world runs/quickstart/world \
+        --model runs/quickstart/sft/model [--trl] [--backend vllm|hf] [--rounds 2] [--steps 3]
 
-The model comes from the local cache (`officegym.agent.models`, ~/.cache/officegym/models/smollm2-135m).
-The first step is a warm-up and is left out of the medians.
+Both sides get the same model, the same prompts (the tasks rendered with officegym's tool template,
+domain tools only), the same group shape (--prompts x --generations), the same token budget (one
+turn of up to --max-new-tokens), precision, LoRA setting, learning rate and threads, and both train
+on every row (officegym's skip of zero-advantage rows is off). The reward is officegym's verifier of
+the calls in the completion. TRL (installed only for this benchmark: pip install trl==1.16.0) uses
+its default generation (transformers' generate) on CPU; officegym uses --backend (its vLLM engine by
+default, or its own hf: decoding loop). Each side runs in its own process; rounds alternate the two
+so that load on the machine hits both alike. The first step of each run is a warm-up and is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,57 +30,157 @@ from rich.console import Console
 from rich.table import Table
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", type=Path, required=True)
-    ap.add_argument("--world", type=Path, default=None, help="default: the reference world next to the tasks, else seed 0")
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--prompts", type=int, default=2)
-    ap.add_argument("--generations", type=int, default=2)
-    ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--lora", action="store_true")
-    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast, fp32 master weights")
-    ap.add_argument("--model", default="smollm2-135m", help="smollm2-135m or a model directory (e.g. an SFT run's model)")
-    ap.add_argument("--skip-zero-advantage", action="store_true",
-                    help="skip rows with advantage 0 (the default in training; off here so every step trains on all rows)")
-    args = ap.parse_args(argv)
+def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
     import torch
 
     torch.set_num_threads(args.threads)
     from officegym.train.config import GRPORunConfig, build_config
     from officegym.train.grpo import train_grpo
 
-    world = args.world or (args.tasks.parent / "csv_data" if (args.tasks.parent / "csv_data").is_dir() else None)
     out = Path(tempfile.mkdtemp(prefix="train-bench-"))
-    overrides = [f"out_dir={out}", f"data.tasks={args.tasks}", "data.tools=domain", "data.val_fraction=0",
-                 "model.device=cpu", f"model.threads={args.threads}", "logging.tensorboard=false",
+    group = args.prompts * args.generations
+    overrides = [f"out_dir={out}", f"data.tasks={args.tasks}", f"data.world={args.world}", "data.tools=domain",
+                 "data.val_fraction=0", "model.device=cpu", f"model.threads={args.threads}", "logging.tensorboard=false",
                  f"grpo.max_steps={args.steps}", f"grpo.num_prompts_per_step={args.prompts}",
                  f"grpo.num_generations_per_prompt={args.generations}", f"rollout.max_new_tokens_per_turn={args.max_new_tokens}",
-                 f"rollout.max_new_tokens_per_episode={2 * args.max_new_tokens}", "rollout.max_steps=2",
-                 "checkpoint.every=1000", "logging.write_rollouts=false", "grpo.micro_batch_size=2",
-                 f"lora.enabled={'true' if args.lora else 'false'}", f"model.precision={args.precision}",
-                 f"model.name={args.model}", f"grpo.skip_zero_advantage={'true' if args.skip_zero_advantage else 'false'}"]
-    if world is not None:
-        overrides.append(f"data.world={world}")
+                 f"rollout.max_new_tokens_per_episode={args.max_new_tokens}", "rollout.max_steps=1",
+                 f"rollout.batch_size={group}", "checkpoint.every=1000", "logging.write_rollouts=false",
+                 f"grpo.micro_batch_size={args.generations}", f"lora.enabled={str(args.lora).lower()}",
+                 f"model.precision={args.precision}", f"model.name={args.model}", "grpo.skip_zero_advantage=false",
+                 f"grpo.share_prefix={str(args.share_prefix).lower()}", f"backend={args.backend}",
+                 "validation.every=0", f"optim.lr={args.lr}", f"optim.min_lr={args.lr}"]
+    if args.backend == "vllm":
+        overrides.append("vllm.extra={dtype: bfloat16}")
     cfg = build_config(GRPORunConfig, {}, overrides)
-    t0 = time.perf_counter()
-    hist = train_grpo(cfg).history
-    wall = time.perf_counter() - t0
-    timed = hist[1:] or hist
-    table = Table(title=f"GRPO step on CPU, SmolLM2-135M ({args.threads} threads, {args.prompts}x{args.generations} rollouts, "
-                        f"{'LoRA' if args.lora else 'full'}, {args.precision})")
-    table.add_column("measure")
-    table.add_column("median", justify="right")
-    rows = [("step (s)", "time/step_s"), ("generation (s)", "time/generation_s"), ("environment (s)", "time/env_s"),
-            ("scoring: verify + reward + advantages (s)", "time/scoring_s"), ("training: fwd+bwd+optimizer (s)", "time/training_s"),
-            ("sampled tokens per step", "train/sampled_tokens"), ("generation tokens/s", "train/generation_tokens_per_s"),
-            ("training tokens/s (prompt + completion)", "train/train_tokens_per_s"), ("reward (mean)", "train/reward_mean")]
-    for label, key in rows:
-        table.add_row(label, f"{statistics.median(h[key] for h in timed):.3f}")
-    Console(width=140).print(table)
-    print(f"{len(hist)} steps in {wall:.1f} s (model load and export included); Python {platform.python_version()}, "
-          f"torch {torch.__version__}, {platform.machine()}, {time.strftime('%Y-%m-%d')}")
+    return [{"step": h["time/step_s"], "generation": h["time/generation_s"], "training": h["time/training_s"],
+             "sampled_tokens": h["train/sampled_tokens"], "reward": h["train/reward_mean"]} for h in train_grpo(cfg).history]
+
+
+def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from officegym.agent.formats import parse_text_tool_calls, render_chatml
+    from officegym.core.task import read_tasks
+    from officegym.envs.workplace.env import WorkplaceEnvironment
+
+    tasks = read_tasks(args.tasks)
+    env = WorkplaceEnvironment(str(args.world))
+    rows = [{"prompt": render_chatml(t.input, env.tools(t), True), "task_index": i} for i, t in enumerate(tasks)]
+
+    def reward(completions: list[str], task_index: list[int], **_: object) -> list[float]:
+        out = []
+        for text, i in zip(completions, task_index):
+            calls = parse_text_tool_calls(text.split("<|im_end|>")[0]).calls
+            out.append(float(env.verify(tasks[i], calls).reward))
+        return out
+
+    tok = AutoTokenizer.from_pretrained(args.model)
+    tok.pad_token = tok.pad_token or tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    peft_config = None
+    if args.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
+    group = args.prompts * args.generations
+    config = GRPOConfig(output_dir=tempfile.mkdtemp(prefix="trl-bench-"), per_device_train_batch_size=group,
+                        num_generations=args.generations, max_completion_length=args.max_new_tokens,
+                        learning_rate=args.lr, beta=0.0, temperature=1.0, max_steps=args.steps, logging_steps=1,
+                        report_to=[], use_cpu=True, bf16=args.precision == "bf16", save_strategy="no",
+                        gradient_checkpointing=False, dataloader_num_workers=0, seed=0, shuffle_dataset=True)
+    timings: list[dict[str, float]] = []
+
+    class Timed(GRPOTrainer):
+        def _generate(self, prompts):  # type: ignore[no-untyped-def]
+            t = time.perf_counter()
+            try:
+                return super()._generate(prompts)
+            finally:
+                self._gen_seconds = getattr(self, "_gen_seconds", 0.0) + time.perf_counter() - t
+
+    class StepClock(TrainerCallback):
+        def on_step_begin(self, *a, **k):  # type: ignore[no-untyped-def]
+            trainer._gen_seconds = 0.0
+            self.t = time.perf_counter()
+
+        def on_step_end(self, *a, **k):  # type: ignore[no-untyped-def]
+            step = time.perf_counter() - self.t
+            timings.append({"step": step, "generation": trainer._gen_seconds, "training": step - trainer._gen_seconds})
+
+    trainer = Timed(model=model, reward_funcs=reward, args=config, train_dataset=Dataset.from_list(rows),
+                    processing_class=tok, peft_config=peft_config, callbacks=[StepClock()])
+    trainer.train()
+    return timings
+
+
+def _run_side(side: str, argv: list[str]) -> list[dict[str, float]]:
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")}
+    proc = subprocess.run([sys.executable, __file__, *argv, "--side", side], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{side} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", type=Path, required=True)
+    ap.add_argument("--world", type=Path, required=True)
+    ap.add_argument("--model", required=True, help="a model directory (e.g. the quickstart's sft/model)")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompts", type=int, default=2)
+    ap.add_argument("--generations", type=int, default=4)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--backend", choices=("vllm", "hf"), default="vllm")
+    ap.add_argument("--no-share-prefix", dest="share_prefix", action="store_false")
+    ap.add_argument("--trl", action="store_true", help="also run TRL's GRPOTrainer (pip install trl==1.16.0)")
+    ap.add_argument("--side", choices=("officegym", "trl"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.side:
+        result = officegym_side(args) if args.side == "officegym" else trl_side(args)
+        print(json.dumps(result))
+        return 0
+    sides = ["officegym", "trl"] if args.trl else ["officegym"]
+    runs: dict[str, list[dict[str, float]]] = {s: [] for s in sides}
+    for _ in range(args.rounds):
+        for side in sides:
+            runs[side].extend(_run_side(side, argv)[1:])  # step 1 is a warm-up
+    title = (f"GRPO step, {Path(args.model).name}: {args.prompts} x {args.generations} rollouts of up to "
+             f"{args.max_new_tokens} tokens, {args.threads} threads, {'LoRA' if args.lora else 'full'}, {args.precision}, "
+             f"officegym backend {args.backend}, shared prefix {'on' if args.share_prefix else 'off'}; medians over "
+             f"{args.rounds} round(s) of {args.steps - 1} timed steps")
+    table = Table(title=title)
+    table.add_column("phase")
+    for side in sides:
+        table.add_column(f"{side} (s)", justify="right")
+    if args.trl:
+        table.add_column("officegym / TRL", justify="right")
+    for phase in ("step", "generation", "training"):
+        med = {s: statistics.median(r[phase] for r in runs[s]) for s in sides}
+        cells = [f"{med[s]:.1f}" for s in sides]
+        if args.trl:
+            cells.append(f"{med['officegym'] / med['trl']:.2f}x")
+        table.add_row(phase, *cells)
+    Console(width=160).print(table)
+    import torch
+
+    versions = f"torch {torch.__version__}"
+    if args.trl:
+        import trl
+
+        versions += f", trl {trl.__version__}"
+    print(f"Python {platform.python_version()}, {versions}, {platform.machine()}, {os.cpu_count()} cores, "
+          f"{time.strftime('%Y-%m-%d')}")
     return 0
 
 

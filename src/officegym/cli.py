@@ -110,9 +110,8 @@ def generate_tasks_command(
     difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
 ) -> None:
     """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from officegym.core import registry
+    from officegym.progress import progress
 
     levels = _difficulty(difficulty) if difficulty is not None else None
     if registry.canonical_name(env) != "workplace_assistant":
@@ -124,9 +123,8 @@ def generate_tasks_command(
     from officegym.sdg.dataset import build_dataset, write_dataset
 
     worlds = list(world) if world else [_default_world()]
-    with Progress(TextColumn("generating tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        job = bar.add_task("tasks", total=n)
+    with progress(console, with_info=False) as bar:
+        job = bar.add_task("generating tasks", total=n)
         try:
             ds = build_dataset(worlds, n, seed, holdout_templates, holdout_worlds, tools,
                                on_accept=lambda _a: bar.advance(job))
@@ -314,8 +312,6 @@ def eval_cmd(
     """Roll out a policy over tasks (resumable), then write metrics and a report."""
     import asyncio
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from officegym.agent.loop import LoopConfig
     from officegym.agent.policies import PolicySpecError, make_policy
     from officegym.core.policy import SamplingParams
@@ -345,8 +341,9 @@ def eval_cmd(
     out.mkdir(parents=True, exist_ok=True)
     _check_run_env(out, env_name)
     _write_json(out / "run.json", run_info)
-    columns = (TextColumn("[bold]rollouts"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console) as bar:
+    from officegym.progress import progress
+
+    with progress(console, with_info=False) as bar:
         job = bar.add_task("rollouts", total=len(task_list) * k)
         try:
             result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
@@ -590,8 +587,6 @@ def council(
     import asyncio
     import tempfile
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from officegym.core.policy import SamplingParams
     from officegym.envs.roles.council import CouncilEnvironment
     from officegym.envs.roles.council_loop import (
@@ -600,6 +595,7 @@ def council(
         run_council_file,
         summarize_councils,
     )
+    from officegym.progress import progress
 
     try:
         specs = parse_seats(seats)
@@ -626,8 +622,7 @@ def council(
                                  "difficulty": None if tasks else list(_difficulty(difficulty)), "max_rounds": max_rounds})
     with contextlib.ExitStack() as stack:
         folder = out if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        columns = (TextColumn("[bold]councils"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=console) as bar:
+        with progress(console, with_info=False) as bar:
             job = bar.add_task("councils", total=len(task_list))
             try:
                 rows = run_council_file(task_list, policies, folder / "councils.jsonl", config, concurrency,

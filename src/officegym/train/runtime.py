@@ -159,14 +159,7 @@ class EpisodeBudget:
 
 
 def progress_bar(console: Any) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    """A bar on a terminal; in a log, one line per step (officegym.progress)."""
+    from officegym.progress import progress
 
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
+    return progress(console, every=0.0)
