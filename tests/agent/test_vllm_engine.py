@@ -51,6 +51,8 @@ def test_real_vllm_engine_matches_transformers_and_follows_pushed_weights(tmp_pa
     assert out["logprob_err"] < 1e-3, out
     assert out["tempered_err"] < 1e-3, out
     assert out["distinct_rows"] > 1, out
+    assert out["stream_err"] < 1e-3, out
+    assert all(n <= 4 + 4 * k for k, n in enumerate(out["stream_lengths"])), out  # each request's own cap
     assert out["synced"] and out["changed"], out
     assert out["after_sync_err"] < 1e-3, out
     assert out["same_engine"] and out["other_err"] < 1e-3, out

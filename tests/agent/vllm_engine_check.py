@@ -49,6 +49,17 @@ def main() -> None:
     # A batch of 8 identical requests sampled at T=1 with one seed: rows differ, the engine is reused.
     batch = policy.complete_sync([req] * 8, SamplingParams(temperature=1.0, max_new_tokens=12, seed=3))
     out["distinct_rows"] = len({tuple(b.completion_ids) for b in batch})
+    # Continuous batching (the async path the agent loop uses): requests finish independently, and
+    # the sampled ids and log-probs are the same kind of exact ledger as the batched call's.
+    import asyncio
+
+    async def streamed():
+        return await asyncio.gather(*(policy.complete([req], SamplingParams(temperature=1.0, max_new_tokens=4 + 4 * k, seed=9))
+                                      for k in range(4)))
+    streams = [c for (c,) in asyncio.run(streamed())]
+    out["stream_lengths"] = [len(c.completion_ids) for c in streams]
+    out["stream_err"] = max(max(abs(a - b) for a, b in zip(c.logprobs, hf_logprobs(model_dir, None, c.prompt_ids, c.completion_ids)))
+                            for c in streams if c.completion_ids)
     # Push perturbed weights (a trainer's step): generation follows them.
     from safetensors.torch import load_file
 

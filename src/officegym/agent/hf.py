@@ -490,24 +490,9 @@ class HFPolicy:
         results: list[Completion | None] = [None] * len(requests)
         prompts: dict[int, list[int]] = {}
         for i, request in enumerate(requests):
-            try:
-                ids = self.prompt_ids(request)
-            except Exception as exc:  # a broken conversation fails its own turn, not the batch
-                results[i] = Completion(finish_reason="error", error=f"rendering the prompt failed: {type(exc).__name__}: {exc}")
-                continue
-            if not ids:
-                results[i] = Completion(finish_reason="error", error="the chat template rendered an empty prompt")
-                continue
-            limits = [n for n in (self.max_prompt_tokens, self._context) if n]
-            limit = min(limits) if limits else None
-            if limit is not None and len(ids) > limit:
-                which = "max_prompt_tokens" if limit == self.max_prompt_tokens else "the model's context length"
-                results[i] = Completion(
-                    finish_reason="error",
-                    prompt_ids=ids,
-                    prompt_tokens=len(ids),
-                    error=f"the prompt has {len(ids)} tokens, more than {which} ({limit})",
-                )
+            ids, error = self._prompt_or_error(request)
+            if error is not None:
+                results[i] = error
                 continue
             prompts[i] = ids
         # Prompts in token order: those sharing a system prompt and tool list land in the same chunk, so
@@ -525,6 +510,23 @@ class HFPolicy:
         self.stats["calls"] += 1
         self.stats["seconds"] += time.perf_counter() - started
         return [r if r is not None else Completion(finish_reason="error", error="no result") for r in results]
+
+    def _prompt_or_error(self, request: PolicyRequest) -> tuple[list[int], Completion | None]:
+        """The request's prompt ids, or the error Completion its turn gets instead (a broken
+        conversation fails its own turn, never the batch)."""
+        try:
+            ids = self.prompt_ids(request)
+        except Exception as exc:
+            return [], Completion(finish_reason="error", error=f"rendering the prompt failed: {type(exc).__name__}: {exc}")
+        if not ids:
+            return [], Completion(finish_reason="error", error="the chat template rendered an empty prompt")
+        limits = [n for n in (self.max_prompt_tokens, self._context) if n]
+        limit = min(limits) if limits else None
+        if limit is not None and len(ids) > limit:
+            which = "max_prompt_tokens" if limit == self.max_prompt_tokens else "the model's context length"
+            return ids, Completion(finish_reason="error", prompt_ids=ids, prompt_tokens=len(ids),
+                                   error=f"the prompt has {len(ids)} tokens, more than {which} ({limit})")
+        return ids, None
 
     def _chunks(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
         """Split the sorted requests into batches of at most batch_size, starting a new one where

@@ -17,7 +17,7 @@ from typing import Any
 
 from officegym.agent.batching import Batcher
 from officegym.agent.formats import assistant_message, responses_items_to_chat_messages
-from officegym.core.policy import Policy, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.protocols import Environment
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
@@ -153,10 +153,17 @@ async def run_rollouts(
     batcher = Batcher(policy, config.params, max_batch=max_batch)
     gate = asyncio.Semaphore(max(1, concurrency))
     name = getattr(policy, "name", type(policy).__name__)
+    if getattr(policy, "continuous", False):
+        # The backend batches across conversations itself (continuous batching): each turn goes in
+        # on its own, so a rollout never waits for other rollouts' longer turns.
+        async def submit(request: PolicyRequest) -> Completion:
+            return (await policy.complete([request], config.params))[0]
+    else:
+        submit = batcher.submit
 
     async def one(task: Task, k: int) -> Trajectory:
         async with gate:
-            traj = await rollout(env, task, batcher.submit, config, reward_fn, k, name)
+            traj = await rollout(env, task, submit, config, reward_fn, k, name)
         if on_done is not None:
             on_done(task, traj)
         return traj

@@ -26,7 +26,7 @@ from typing import Any
 
 from officegym.agent.hf import HFPolicy, ModelLoadError, _Row
 from officegym.agent.models import ModelResolutionError, resolve_model
-from officegym.core.policy import SamplingParams
+from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 
 
 class VLLMPolicy(HFPolicy):
@@ -45,6 +45,7 @@ class VLLMPolicy(HFPolicy):
         self.asleep = False
         self.stats["weight_syncs"] = 0
         self.stats["weight_sync_seconds"] = 0.0
+        self._requests_seen = 0
 
     def _load(self) -> None:
         from officegym.agent import vllm_engine
@@ -80,8 +81,9 @@ class VLLMPolicy(HFPolicy):
     def _generate(
         self, prompts: list[list[int]], params: SamplingParams, generator: Any, limits: Sequence[int | None] | None = None
     ) -> list[_Row]:
-        import vllm
         from vllm.inputs import TokensPrompt
+
+        from officegym.agent import vllm_engine
 
         rows = []
         todo = []
@@ -91,29 +93,71 @@ class VLLMPolicy(HFPolicy):
                 todo.append(len(rows) - 1)
         if not todo:
             return rows
-        sampling = [
-            vllm.SamplingParams(
-                temperature=params.temperature,
-                top_p=params.top_p,
-                max_tokens=rows[k].limit,
-                seed=None if generator is None else int(generator) + k,
-                stop=params.stop or None,
-                stop_token_ids=sorted(self._stop_ids),
-                logprobs=0,
-                skip_special_tokens=False,
-            )
-            for k in todo
-        ]
-        outputs = self._llm.generate([TokensPrompt(prompt_token_ids=rows[k].prompt) for k in todo], sampling, use_tqdm=False)
+        sampling = [self._sampling(params, rows[k].limit, None if generator is None else int(generator) + k) for k in todo]
+        with vllm_engine._engine_lock(self._llm):  # never beside the continuous-batching driver's steps
+            outputs = self._llm.generate([TokensPrompt(prompt_token_ids=rows[k].prompt) for k in todo], sampling,
+                                         use_tqdm=False)
         for k, out in zip(todo, outputs):
-            result = out.outputs[0]
-            ids = [int(i) for i in result.token_ids]
-            rows[k].ids = ids
-            rows[k].logprobs = [_sampled_logprob(lp, i) for lp, i in zip(result.logprobs or [], ids)]
-            if len(rows[k].logprobs) != len(ids):
-                raise RuntimeError(f"vLLM returned {len(rows[k].logprobs)} log-probs for {len(ids)} tokens")
-            rows[k].finish = "length" if result.finish_reason == "length" else "stop"
+            _fill(rows[k], out)
         return rows
+
+    def _sampling(self, params: SamplingParams, limit: int, seed: int | None) -> Any:
+        import vllm
+
+        return vllm.SamplingParams(temperature=params.temperature, top_p=params.top_p, max_tokens=limit, seed=seed,
+                                   stop=params.stop or None, stop_token_ids=sorted(self._stop_ids), logprobs=0,
+                                   skip_special_tokens=False)
+
+    # -----------------------------------------------------------------------------------------------
+    # Continuous batching: each conversation's turn goes into the running engine on its own
+
+    continuous = True
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
+                       max_new_tokens: Sequence[int | None] | None = None) -> list[Completion]:
+        """Every request enters the engine at once and returns when it finishes (agent/vllm_engine.py
+        EngineDriver), so callers that submit one conversation per call (the agent loop does, for a
+        policy with `continuous`) never wait for other conversations' longer turns. With
+        `params.seed`, request i of the policy's life samples with seed + i."""
+        import asyncio
+
+        from officegym.agent import vllm_engine
+
+        await asyncio.to_thread(self.load)
+        loop = asyncio.get_running_loop()
+        drive = vllm_engine.driver(self._llm)
+        results: list[Completion | None] = [None] * len(requests)
+        waiting = []
+        for i, request in enumerate(requests):
+            ids, error = self._prompt_or_error(request)
+            if error is not None:
+                results[i] = error
+                continue
+            cap = None if max_new_tokens is None else max_new_tokens[i]
+            limit = self._row_limits([ids], params, [cap])[0]
+            if limit <= 0:
+                results[i] = self._completion(_Row(prompt=ids, limit=0, ids=[], logprobs=[], finish="length"), params, 0.0)
+                continue
+            seed = None
+            if params.seed is not None:
+                self._requests_seen += 1
+                seed = int(params.seed) + self._requests_seen
+            future = loop.create_future()
+            drive.submit(ids, self._sampling(params, limit, seed), future, loop)
+            waiting.append((i, ids, limit, future, time.perf_counter()))
+        for i, ids, limit, future, t0 in waiting:
+            row = _Row(prompt=ids, limit=limit, ids=[], logprobs=[])
+            try:
+                _fill(row, await future)
+            except Exception as exc:  # the engine failed this request: its turn fails, not the run
+                results[i] = Completion(finish_reason="error", prompt_ids=ids, error=f"{type(exc).__name__}: {exc}")
+                continue
+            seconds = time.perf_counter() - t0
+            results[i] = self._completion(row, params, seconds)
+            self.stats["completion_tokens"] += len(row.ids)
+            self.stats["prompt_tokens"] += len(ids)
+        self.stats["calls"] += 1
+        return [r if r is not None else Completion(finish_reason="error", error="no result") for r in results]
 
 
     # -----------------------------------------------------------------------------------------------
@@ -162,6 +206,17 @@ class VLLMPolicy(HFPolicy):
             self._model = None
             self._llm = None
             self._tok = None
+
+
+def _fill(row: _Row, out: Any) -> None:
+    """Copy a vLLM RequestOutput's sampled ids, their log-probs and the finish reason into `row`."""
+    result = out.outputs[0]
+    ids = [int(i) for i in result.token_ids]
+    row.ids = ids
+    row.logprobs = [_sampled_logprob(lp, i) for lp, i in zip(result.logprobs or [], ids)]
+    if len(row.logprobs) != len(ids):
+        raise RuntimeError(f"vLLM returned {len(row.logprobs)} log-probs for {len(ids)} tokens")
+    row.finish = "length" if result.finish_reason == "length" else "stop"
 
 
 def _sampled_logprob(entry: dict[int, Any], token: int) -> float:

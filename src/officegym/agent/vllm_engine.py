@@ -89,8 +89,9 @@ def acquire(path: Path | str, options: dict[str, Any]) -> Any:
     if _ENGINE is not None and _ENGINE.key == key:
         if _ENGINE.weights != str(path):
             start = time.perf_counter()
-            _ENGINE.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(path)})
-            _ENGINE.llm.reset_prefix_cache()
+            with _engine_lock(_ENGINE.llm):
+                _ENGINE.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(path)})
+                _ENGINE.llm.reset_prefix_cache()
             _ENGINE.weights = str(path)
             log.info("vLLM engine: loaded the weights of %s in %.1f s", path, time.perf_counter() - start)
         return _ENGINE.llm
@@ -127,13 +128,17 @@ def push_weights(llm: Any, weights: Iterable[tuple[str, Any]]) -> None:
     pairs = list(weights)
     if _ENGINE is not None and _ENGINE.llm is llm:
         _ENGINE.weights = None
-    llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
-    llm.reset_prefix_cache()
+    with _engine_lock(llm):
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
+        llm.reset_prefix_cache()
 
 
 def shutdown() -> None:
     """Drop the engine (the next `acquire` starts a new one)."""
-    global _ENGINE
+    global _ENGINE, _DRIVER
+    if _DRIVER is not None:
+        _DRIVER.inbox.put(None)
+        _DRIVER = None
     if _ENGINE is None:
         return
     llm, _ENGINE = _ENGINE.llm, None
@@ -144,3 +149,93 @@ def shutdown() -> None:
             stop()
     del llm, engine
     gc.collect()
+
+
+class EngineDriver:
+    """Continuous batching across conversations: requests go into the engine as they arrive and come
+    back as each finishes, so a rollout's next turn starts while other rollouts are still decoding
+    (with `LLM.generate`, every turn of a batch waits for its longest sample). One thread owns the
+    engine: it adds what arrived, runs one `LLMEngine.step()` (a scheduling step of the whole running
+    batch), hands finished outputs to the asyncio loop that asked, and sleeps when nothing runs."""
+
+    def __init__(self, llm: Any):
+        import queue
+        import threading
+
+        self.llm = llm
+        self.engine = llm.llm_engine
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.lock = threading.Lock()  # held for every engine call; weight swaps take it too
+        self._thread: threading.Thread | None = None
+        self._next = 0
+        self.steps = 0
+
+    def submit(self, prompt_ids: list[int], params: Any, future: Any, loop: Any) -> None:
+        import threading
+
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="officegym-vllm-driver", daemon=True)
+            self._thread.start()
+        self.inbox.put((prompt_ids, params, future, loop))
+
+    def _run(self) -> None:
+        from vllm.inputs import TokensPrompt
+
+        pending: dict[str, tuple[Any, Any]] = {}
+        while True:
+            items = [self.inbox.get()] if not pending else []
+            while not self.inbox.empty():
+                items.append(self.inbox.get_nowait())
+            if any(item is None for item in items):  # stop(): the engine is going away
+                return
+            try:
+                with self.lock:
+                    for prompt_ids, params, future, loop in items:
+                        self._next += 1
+                        rid = f"og-{self._next}"
+                        internal = self.engine.add_request(rid, TokensPrompt(prompt_token_ids=prompt_ids), params)
+                        # Outputs carry the id we gave; some versions report the engine's own instead.
+                        pending[rid] = pending[str(internal)] = (future, loop)
+                    outputs = self.engine.step()
+                    self.steps += 1
+            except Exception as exc:  # the engine failed: every request in flight fails with its message
+                for future, loop in [*pending.values(), *((f, lp) for _, _, f, lp in items)]:
+                    loop.call_soon_threadsafe(_fail, future, exc)
+                pending.clear()
+                continue
+            for out in outputs:
+                if getattr(out, "finished", False) and str(out.request_id) in pending:
+                    future, loop = pending.pop(str(out.request_id))
+                    for key in [k for k, v in pending.items() if v[0] is future]:
+                        del pending[key]
+                    loop.call_soon_threadsafe(_resolve, future, out)
+
+
+def _resolve(future: Any, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: Any, exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def driver(llm: Any) -> EngineDriver:
+    """The driver of the process's engine (one per engine)."""
+    global _DRIVER
+    if _DRIVER is None or _DRIVER.llm is not llm:
+        if _DRIVER is not None:
+            _DRIVER.inbox.put(None)
+        _DRIVER = EngineDriver(llm)
+    return _DRIVER
+
+
+def _engine_lock(llm: Any) -> Any:
+    """The lock that keeps weight swaps out of a running engine step."""
+    import contextlib
+
+    return _DRIVER.lock if _DRIVER is not None and _DRIVER.llm is llm else contextlib.nullcontext()
+
+
+_DRIVER: EngineDriver | None = None

@@ -246,6 +246,9 @@ class GRPOConfig(Section):
     advantage_clip: float | None = None
     dynamic_sampling: Literal["off", "skip", "refill"] = "off"
     max_refill_batches: int = Field(4, ge=1, description="extra prompt batches sampled per step to refill groups")
+    curriculum: Literal["uniform", "variance"] = Field("uniform", description="variance: draw prompts by the expected "
+                                                        "reward variance p(1-p) of their template (train/curriculum.py)")
+    curriculum_floor: float = Field(0.05, gt=0, le=0.25, description="smallest draw weight of a template (variance curriculum)")
     reward: str | dict[str, Any] = Field("binary", description="any officegym.rewards spec: binary, shaped, {shaped: 0.5, binary: 0.5}")
     invalid_call_penalty: float = Field(0.0, ge=0, description="subtracted from the reward of a rollout with an invalid call")
     invalid_call_advantage: float | None = Field(None, description="overrides the advantage of such rollouts (NeMo RL)")

@@ -110,7 +110,12 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
     optimizer = make_optimizer(params, cfg.optim)
     scheduler = make_scheduler(optimizer, cfg.optim, cfg.grpo.max_steps)
     manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
-    stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
+    if cfg.grpo.curriculum == "variance":
+        from officegym.train.curriculum import VarianceCurriculum
+
+        stream: Any = VarianceCurriculum(train_tasks, cfg.seed, floor=cfg.grpo.curriculum_floor)
+    else:
+        stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
     writer = RolloutWriter(run_dir, cfg.logging.write_rollouts)
     start_step = 0
     info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
@@ -177,14 +182,14 @@ def _bar_info(metrics: dict[str, Any], last_val: dict[str, float]) -> str:
     return ", ".join(parts)
 
 
-def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any, stream: TaskStream,
+def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any, stream: Any,
           metrics: dict[str, Any], cfg: Any) -> None:
     metric = metrics.get(cfg.checkpoint.metric)
     save_checkpoint(manager, step, tm, optimizer, scheduler, {"data": stream.state_dict(), "metric": metric,
                                                                 "metric_name": cfg.checkpoint.metric})
 
 
-def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: TaskStream, optimizer: Any,
+def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: Any, optimizer: Any,
               scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter) -> dict[str, Any]:
     """One GRPO step (see the module docstring); returns its metrics."""
     import torch
@@ -226,6 +231,9 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
             trajs = batch.trajectories[i * g.num_generations_per_prompt : (i + 1) * g.num_generations_per_prompt]
             grp = Group(task, gid, trajs)
             sampled.append(grp)
+            observe = getattr(stream, "observe", None)
+            if observe is not None:
+                observe(task, [_reward(t, g) for t in trajs])
             if g.dynamic_sampling == "off" or _varies(grp, g):
                 groups.append(grp)
         if g.dynamic_sampling != "refill":
@@ -243,6 +251,8 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     metrics["train/zero_variance_groups"] = float(zero_variance_groups(sampled_rewards, sampled_gids).float().mean())
     metrics["train/groups_used"] = float(len(groups))
     metrics["train/dynamic_sampling_batches"] = float(batches)
+    if hasattr(stream, "metrics"):
+        metrics.update(stream.metrics())
     metrics["train/sampled_tokens"] = float(sampled_tokens)
     metrics["train/generation_tokens_per_s"] = sampled_tokens / timing["generation"] if timing["generation"] > 0 else 0.0
 

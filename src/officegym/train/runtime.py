@@ -144,7 +144,9 @@ class EpisodeBudget:
             used.append(entry[1] if entry is not None and entry[0] is r.previous else 0)
         caps = None if self.budget is None else [max(0, self.budget - u) for u in used]
         sync = getattr(self.inner, "complete_sync", None)
-        if caps is not None and sync is not None:
+        if caps is not None and self.continuous:
+            out = await self.inner.complete(requests, params, max_new_tokens=caps)
+        elif caps is not None and sync is not None:
             out = await asyncio.to_thread(sync, requests, params, caps)
         else:
             out = await self.inner.complete(requests, params)
@@ -153,6 +155,11 @@ class EpisodeBudget:
         while len(self._used) > self.max_tracked:
             self._used.popitem(last=False)
         return out
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the wrapped backend takes conversations one by one (see agent.loop.run_rollouts)."""
+        return bool(getattr(self.inner, "continuous", False))
 
     def reset(self) -> None:
         self._used.clear()
