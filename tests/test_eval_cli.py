@@ -76,3 +76,61 @@ def test_eval_clear_errors(reference_dir, tmp_path):
     res = runner.invoke(app, ["eval", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tasks", str(tasks),
                               "--world", world, "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "cannot reach the model server" in res.output
+
+
+def _small_run(tmp_path):
+    world, tasks = tmp_path / "world", tmp_path / "tasks"
+    assert runner.invoke(app, ["generate", "world", "--seed", "1", "--size", "small", "--out", str(world)]).exit_code == 0
+    res = runner.invoke(app, ["generate", "tasks", "--world", str(world), "--n", "4", "--seed", "0", "--out", str(tasks)])
+    assert res.exit_code == 0, res.output
+    return world, tasks / "train.jsonl"
+
+
+def test_a_policy_that_cannot_load_stops_the_run_with_its_reason(tmp_path):
+    world, tasks = _small_run(tmp_path)
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["eval", "--policy", f"hf:{tmp_path / 'no-such-model'}", "--tasks", str(tasks),
+                              "--world", str(world), "--out", str(out)])
+    assert res.exit_code != 0 and "no model directory" in " ".join(res.output.split())
+    assert not (out / "rollouts.jsonl").exists()
+
+
+def test_a_folder_of_another_policy_is_refused_unless_fresh(tmp_path):
+    world, tasks = _small_run(tmp_path)
+    out = tmp_path / "run"
+    base = ["--tasks", str(tasks), "--world", str(world), "--out", str(out)]
+    assert runner.invoke(app, ["eval", "--policy", "oracle", *base]).exit_code == 0
+    res = runner.invoke(app, ["eval", "--policy", "noop", *base])
+    assert res.exit_code != 0 and "holds rollouts of policy 'oracle'" in " ".join(res.output.split())
+    assert json.loads((out / "metrics.json").read_text())["accuracy"] == 1.0  # nothing relabelled
+    res = runner.invoke(app, ["eval", "--policy", "noop", "--fresh", *base])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "run.json").read_text())["policy"] == "noop"
+    assert json.loads((out / "metrics.json").read_text())["accuracy"] < 1.0
+
+
+def test_backend_failures_are_not_done_and_fail_the_command(tmp_path):
+    world, tasks = _small_run(tmp_path)
+    out = tmp_path / "run"
+    base = ["--policy", "oracle", "--tasks", str(tasks), "--world", str(world), "--out", str(out)]
+    assert runner.invoke(app, ["eval", *base]).exit_code == 0
+    rows = [json.loads(x) for x in (out / "rollouts.jsonl").read_text().splitlines()]
+    rows[0]["officegym"].update(stop_reason="error", error="RuntimeError: the server went away")
+    (out / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = runner.invoke(app, ["eval", *base])  # the failed rollout runs again
+    assert res.exit_code == 0, res.output
+    again = [json.loads(x) for x in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert len(again) == len(rows) and not any(r["officegym"].get("error") for r in again)
+
+
+def test_a_run_whose_rollouts_fail_in_the_backend_exits_non_zero(tmp_path, monkeypatch):
+    from officegym.agent import scripted
+
+    async def broken(self, requests, params):
+        raise RuntimeError("the model server went away")
+
+    monkeypatch.setattr(scripted.OraclePolicy, "complete", broken)
+    world, tasks = _small_run(tmp_path)
+    res = runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", str(world),
+                              "--out", str(tmp_path / "run")])
+    assert res.exit_code != 0 and "failed in the model backend" in " ".join(res.output.split())

@@ -308,6 +308,7 @@ def eval_cmd(
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
 ) -> None:
     """Roll out a policy over tasks (resumable), then write metrics and a report."""
     import asyncio
@@ -339,7 +340,7 @@ def eval_cmd(
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "base_url": base_url, "limit": limit}
     out.mkdir(parents=True, exist_ok=True)
-    _check_run_env(out, env_name)
+    _check_run_env(out, env_name, policy, fresh)
     _write_json(out / "run.json", run_info)
     from officegym.progress import progress
 
@@ -356,6 +357,13 @@ def eval_cmd(
     html_path, _ = write_report(out, metrics, result.rows, title=title)
     _print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}")
+    from officegym.eval.run import backend_failed
+
+    failed = sum(backend_failed(r) for r in result.rows)
+    if failed:
+        first = next(r for r in result.rows if backend_failed(r))
+        _fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend (rerun to retry them): "
+              f"{(first.get('officegym') or {}).get('error')}")
 
 
 WORKPLACE = "workplace_assistant"
@@ -401,14 +409,25 @@ def _eval_environment(name: str, world: Path | None, mode: str | None):
     return made, mode
 
 
-def _check_run_env(out: Path, env_name: str) -> None:
-    """A run folder holds one environment's rollouts: resuming it in another is refused."""
-    try:
-        before = json.loads((out / "run.json").read_text(encoding="utf-8")).get("env", WORKPLACE)
-    except (OSError, ValueError, AttributeError):
+def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:
+    """A run folder holds one environment's and one policy's rollouts: resuming it with another is
+    refused (the old rows would be reported under the new name), unless `fresh` clears it first."""
+    if fresh:
+        for name in ("rollouts.jsonl", "metrics.json", "run.json"):
+            (out / name).unlink(missing_ok=True)
         return
-    if isinstance(before, str) and before != env_name and (out / "rollouts.jsonl").exists():
-        _fail(f"{out} holds rollouts of {before}, not {env_name}: use another --out")
+    try:
+        before = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(before, dict) or not (out / "rollouts.jsonl").exists():
+        return
+    env_before = before.get("env", WORKPLACE)
+    if isinstance(env_before, str) and env_before != env_name:
+        _fail(f"{out} holds rollouts of {env_before}, not {env_name}: use another --out (or --fresh to start over)")
+    if policy is not None and isinstance(before.get("policy"), str) and before["policy"] != policy:
+        _fail(f"{out} holds rollouts of policy {before['policy']!r}, not {policy!r}: use another --out "
+              "(or --fresh to start over)")
 
 
 def _run_env_name(run_dir: Path, rows: list) -> str:

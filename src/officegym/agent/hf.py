@@ -368,6 +368,16 @@ class HFPolicy:
             self._tok = None
             self._prefixes = []
 
+    async def preflight(self) -> str | None:
+        """Load the model now; the reason it cannot be loaded, or None. A run checks this before its
+        first rollout, so a missing model or package stops it with a message instead of a folder of
+        failed rollouts."""
+        try:
+            await asyncio.to_thread(self.load)
+        except ModelLoadError as exc:
+            return str(exc)
+        return None
+
     # -----------------------------------------------------------------------------------------------
     # Rendering and the token ledger
 

@@ -46,6 +46,8 @@ class VLLMPolicy(HFPolicy):
         self.stats["weight_syncs"] = 0
         self.stats["weight_sync_seconds"] = 0.0
         self._requests_seen = 0
+        self._in_flight = 0
+        self._busy_since = 0.0
 
     def _load(self) -> None:
         from officegym.agent import vllm_engine
@@ -101,6 +103,18 @@ class VLLMPolicy(HFPolicy):
             _fill(rows[k], out)
         return rows
 
+    def _busy_enter(self) -> None:
+        # stats["seconds"] is the wall time during which at least one request was in the engine
+        # (summing overlapping calls would count the same seconds many times).
+        if self._in_flight == 0:
+            self._busy_since = time.perf_counter()
+        self._in_flight += 1
+
+    def _busy_exit(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self.stats["seconds"] += time.perf_counter() - self._busy_since
+
     def _sampling(self, params: SamplingParams, limit: int, seed: int | None) -> Any:
         import vllm
 
@@ -125,6 +139,7 @@ class VLLMPolicy(HFPolicy):
 
         await asyncio.to_thread(self.load)
         loop = asyncio.get_running_loop()
+        self._busy_enter()
         drive = vllm_engine.driver(self._llm)
         results: list[Completion | None] = [None] * len(requests)
         waiting = []
@@ -145,17 +160,20 @@ class VLLMPolicy(HFPolicy):
             future = loop.create_future()
             drive.submit(ids, self._sampling(params, limit, seed), future, loop)
             waiting.append((i, ids, limit, future, time.perf_counter()))
-        for i, ids, limit, future, t0 in waiting:
-            row = _Row(prompt=ids, limit=limit, ids=[], logprobs=[])
-            try:
-                _fill(row, await future)
-            except Exception as exc:  # the engine failed this request: its turn fails, not the run
-                results[i] = Completion(finish_reason="error", prompt_ids=ids, error=f"{type(exc).__name__}: {exc}")
-                continue
-            seconds = time.perf_counter() - t0
-            results[i] = self._completion(row, params, seconds)
-            self.stats["completion_tokens"] += len(row.ids)
-            self.stats["prompt_tokens"] += len(ids)
+        try:
+            for i, ids, limit, future, t0 in waiting:
+                row = _Row(prompt=ids, limit=limit, ids=[], logprobs=[])
+                try:
+                    _fill(row, await future)
+                except Exception as exc:  # the engine failed this request: its turn fails, not the run
+                    results[i] = Completion(finish_reason="error", prompt_ids=ids, error=f"{type(exc).__name__}: {exc}")
+                    continue
+                seconds = time.perf_counter() - t0
+                results[i] = self._completion(row, params, seconds)
+                self.stats["completion_tokens"] += len(row.ids)
+                self.stats["prompt_tokens"] += len(ids)
+        finally:
+            self._busy_exit()
         self.stats["calls"] += 1
         return [r if r is not None else Completion(finish_reason="error", error="no result") for r in results]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
-from officegym.core.files import load_appendable_jsonl
+from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy
 from officegym.core.protocols import Environment
 from officegym.core.task import Task
@@ -23,6 +23,12 @@ class EvalResult:
     rows: list[dict[str, Any]]
     new: int
     skipped: int
+
+
+def backend_failed(row: dict[str, Any]) -> bool:
+    """The rollout stopped because the model backend failed (not because of anything the model did)."""
+    og = row.get("officegym") or {}
+    return og.get("stop_reason") == "error" and bool(og.get("error"))
 
 
 def load_rollouts(path: Path) -> list[dict[str, Any]]:
@@ -47,6 +53,11 @@ def run_eval(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ROLLOUTS
     rows = load_rollouts(path)
+    # A rollout whose model call failed (backend error) is not done: it runs again, replacing the row.
+    failed = [r for r in rows if backend_failed(r)]
+    if failed:
+        rows = [r for r in rows if not backend_failed(r)]
+        write_jsonl_rows(path, rows)
     done = {row_key(r) for r in rows}
     jobs = [(t, s) for t in tasks for s in range(k) if (str(t.id), s) not in done]
     skipped = len(tasks) * k - len(jobs)

@@ -330,7 +330,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
             policy: Any, reference: Any) -> dict[str, float]:
     import torch
 
-    from officegym.train.forward import forward_logprobs, prefix_micro_batches
+    from officegym.train.forward import forward_logprobs, prefix_micro_batches, shared_prefix_length
     from officegym.train.ledger import collate
     from officegym.train.losses import global_normaliser, policy_loss
 
@@ -373,6 +373,12 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         if len(keep) < len(order):
             batches = micro_batches(keep)
     tokens_total = sum(int(b["attention_mask"].sum()) for b in batches)
+    shared = [shared_prefix_length(b["input_ids"], b["attention_mask"], b["loss_mask"], share) for b in batches]
+    out["train/update_rows"] = float(sum(b["input_ids"].shape[0] for b in batches))
+    out["train/update_micro_batches"] = float(len(batches))
+    # What the forward passes run: each micro-batch's shared prefix once, then every row's rest.
+    out["train/update_tokens"] = float(sum(s + int(b["attention_mask"][:, s:].sum()) for s, b in zip(shared, batches)))
+    out["train/update_shared_tokens"] = float(sum(shared))
     # Old log-probs (mu > 1) and reference log-probs (KL), computed once before any update.
     with torch.no_grad():
         for b in batches:
