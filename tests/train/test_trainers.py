@@ -181,6 +181,27 @@ def test_skipping_zero_advantage_rows_changes_nothing(tmp_path, make_cfg, toy_sf
     assert any(not torch.equal(a[k], start[k]) for k in a)  # it did train
 
 
+def test_merging_identical_rollouts_changes_nothing(tmp_path, make_cfg, toy_sft_model):
+    """Identical rollouts of a group are forwarded once with their advantages summed; the update must
+    equal the one that forwards every copy."""
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.grpo import train_grpo
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7, 3]))
+    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=3",
+              "grpo.num_prompts_per_step=4", "grpo.num_generations_per_prompt=6", "grpo.micro_batch_size=3",
+              "optim.lr=1e-3", "data.val_fraction=0", "checkpoint.every=100", "optim.eps=1e-2",
+              "rollout.temperature=0.7"]
+    merged = train_grpo(make_cfg("grpo", tmp_path / "merged", *common))
+    every = train_grpo(make_cfg("grpo", tmp_path / "every", *common, "grpo.merge_duplicates=false"))
+    assert sum(h["train/merged_duplicates"] for h in merged.history) > 0  # the toy model repeats itself
+    assert [h["train/reward_mean"] for h in merged.history] == [h["train/reward_mean"] for h in every.history]
+    assert all(h["train/update_rows"] <= e["train/update_rows"] for h, e in zip(merged.history, every.history))
+    a, b = _weights(tmp_path / "merged"), _weights(tmp_path / "every")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
 def test_grpo_with_bf16_autocast_generates(tmp_path, make_cfg, tiny_model_dir, toy_tasks):
     """Autocast leaves keys float32 and values bfloat16; generation into the static cache must work."""
     from officegym.train.grpo import train_grpo

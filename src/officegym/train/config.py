@@ -254,6 +254,9 @@ class GRPOConfig(Section):
     invalid_call_advantage: float | None = Field(None, description="overrides the advantage of such rollouts (NeMo RL)")
     skip_zero_advantage: bool = Field(True, description="no forward/backward for rollouts whose advantage is 0 when "
                                       "kl_beta is 0: their loss and gradient are exactly 0 (the normaliser still counts them)")
+    merge_duplicates: bool = Field(True, description="with skip_zero_advantage, forward identical rollouts of a group "
+                                   "once with their advantages summed (the same gradient: the loss is linear in the "
+                                   "advantage when kl_beta is 0)")
     loss: LossConfig = Field(default_factory=LossConfig)
 
 

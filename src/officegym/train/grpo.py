@@ -326,6 +326,30 @@ def _rows(trajs: Sequence[Trajectory], advantages: Any, policy: Any) -> tuple[li
     return rows, adv, broken
 
 
+def merge_duplicate_rows(rows: Sequence[Any], keep: list[int], advantages: list[float]) -> tuple[list[int], list[float]]:
+    """Rollouts of a group that sampled exactly the same tokens (the same ids, mask and sampler
+    log-probs; a small model at a low temperature does this often) have the same reward, the same
+    advantage and the same per-token loss. With no KL term the loss is linear in the advantage
+    (every clip bound scales with it), so k copies are one row with k times the advantage: the same
+    gradient for one forward instead of k. Returns the kept indexes and the advantages to use."""
+    import torch
+
+    merged = list(advantages)
+    first_of: dict[tuple[Any, ...], int] = {}
+    out = []
+    for i in keep:
+        row = rows[i]
+        key = (tuple(row.input_ids.tolist()), tuple(row.loss_mask.tolist()), float(advantages[i]))
+        j = first_of.get(key)
+        if j is not None and torch.equal(rows[j].sampler_logprobs, row.sampler_logprobs):
+            merged[j] += advantages[i]
+            merged[i] = 0.0
+            continue
+        first_of.setdefault(key, i)
+        out.append(i)
+    return out, merged
+
+
 def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float], optimizer: Any, params: Sequence[Any],
             policy: Any, reference: Any) -> dict[str, float]:
     import torch
@@ -370,6 +394,10 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         # so these rows add nothing to the gradient; the normaliser above already counted them.
         keep = [i for i in order if advantages[i] != 0.0]
         out["train/skipped_zero_advantage"] = float(len(rows) - len(keep))
+        if g.merge_duplicates:
+            before = len(keep)
+            keep, advantages = merge_duplicate_rows(rows, keep, advantages)
+            out["train/merged_duplicates"] = float(before - len(keep))
         if len(keep) < len(order):
             batches = micro_batches(keep)
     tokens_total = sum(int(b["attention_mask"].sum()) for b in batches)
