@@ -135,7 +135,7 @@ def test_without_vllm_the_pipeline_says_so_and_runs_on_hf(tmp_path, tiny_model_d
     said: list[str] = []
 
     class Console:
-        def print(self, text):
+        def print(self, text, **_):
             said.append(str(text))
 
     out = tmp_path / "run"
