@@ -3,10 +3,11 @@
 A reward is `reward(task, trajectory, verdict) -> RewardResult(total, components)`, with a `name`
 and a `max_total`. `BinaryOutcome` is the verifier's 1/0; `ShapedReward` adds efficiency,
 tool-use quality and a capped penalty for wasted steps, only for correct answers;
-`WeightedSum` combines rewards; `make_reward` builds any of them from a config value.
+`CallMatch` gives partial credit for the reference calls reproduced; `WeightedSum` combines rewards; `make_reward` builds any of them from a config value.
 """
 
 from officegym.rewards.base import RewardFunction, RewardResult, WriteTools, write_predicate
+from officegym.rewards.call_match import CallMatch, argument_credit
 from officegym.rewards.combine import WeightedSum
 from officegym.rewards.outcome import BinaryOutcome
 from officegym.rewards.registry import UnknownRewardError, make_reward, register_reward, reward_names
@@ -21,6 +22,7 @@ from officegym.rewards.shaped import (
 __all__ = [
     "REASONS",
     "BinaryOutcome",
+    "CallMatch",
     "RewardFunction",
     "RewardResult",
     "ShapedConfig",
@@ -29,6 +31,7 @@ __all__ = [
     "UnnecessaryStep",
     "WeightedSum",
     "WriteTools",
+    "argument_credit",
     "find_unnecessary_steps",
     "make_reward",
     "register_reward",

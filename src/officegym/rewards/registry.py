@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from officegym.rewards.base import RewardFunction, WriteTools
+from officegym.rewards.call_match import CallMatch
 from officegym.rewards.combine import WeightedSum
 from officegym.rewards.outcome import BinaryOutcome
 from officegym.rewards.shaped import ShapedConfig, ShapedReward
@@ -31,8 +32,15 @@ def _shaped(writes: WriteTools = None, **options: Any) -> RewardFunction:
     return ShapedReward(ShapedConfig(**options), writes=writes)
 
 
+def _call_match(writes: WriteTools = None, **options: Any) -> RewardFunction:
+    unknown = sorted(set(options) - {"surplus_penalty"})
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} for reward 'call_match'; known: surplus_penalty")
+    return CallMatch(writes=writes, **options)
+
+
 # name -> factory(writes=..., **options)
-_FACTORIES: dict[str, Callable[..., RewardFunction]] = {"binary": _binary, "shaped": _shaped}
+_FACTORIES: dict[str, Callable[..., RewardFunction]] = {"binary": _binary, "shaped": _shaped, "call_match": _call_match}
 _ALIASES = {"outcome": "binary"}
 
 
