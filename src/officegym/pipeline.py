@@ -145,8 +145,10 @@ class Pipeline:
                 continue
             self._say(f"[bold]{stage}[/]")
             t0 = time.perf_counter()
-            fn()
-            self._record_time(stage, time.perf_counter() - t0)
+            try:
+                fn()
+            finally:  # an interrupted or failed stage keeps its time: the resumed run adds to it
+                self._record_time(stage, time.perf_counter() - t0)
             self.ran.append(stage)
             if hook is not None:
                 hook(stage)
@@ -159,7 +161,13 @@ class Pipeline:
             timings = json.loads(path.read_text()) if path.exists() else {}
         except ValueError:
             timings = {}
-        timings[stage] = round(float(timings.get(stage, 0.0)) + seconds, 2) if stage != "report" else round(seconds, 2)
+        if not isinstance(timings, dict):
+            timings = {}
+        try:
+            before = float(timings.get(stage, 0.0))
+        except (TypeError, ValueError):
+            before = 0.0
+        timings[stage] = round(before + seconds, 2) if stage != "report" else round(seconds, 2)
         atomic_write(path, json.dumps(timings, indent=1) + "\n")
 
     # -- stages -------------------------------------------------------------------------------

@@ -146,3 +146,24 @@ def test_without_vllm_the_pipeline_says_so_and_runs_on_hf(tmp_path, tiny_model_d
     assert "vllm" not in json.dumps(run)
     assert (out / "grpo" / "model").exists()
     assert "backend: hf" in (out / "grpo" / "config.yaml").read_text()
+
+
+def test_an_interrupted_stage_keeps_its_time_and_the_resumed_run_adds_to_it(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    pipe = Pipeline(_cfg(out, "unused", "stages=[world, tasks]"))
+    clock = iter([100.0, 130.0, 200.0, 210.0, 300.0, 305.0])
+    monkeypatch.setattr("officegym.pipeline.time.perf_counter", lambda: next(clock))
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipe, "_world", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pipe.run()
+    assert json.loads((out / "timings.json").read_text()) == {"world": 30.0}
+    (out / "timings.json").write_text(json.dumps({"world": 30.0, "tasks": "garbage"}))
+    resumed = Pipeline(_cfg(out, "unused", "stages=[world, tasks]"))
+    monkeypatch.setattr(resumed, "_world", lambda: None)
+    monkeypatch.setattr(resumed, "_tasks", lambda: None)
+    resumed.run()
+    assert json.loads((out / "timings.json").read_text()) == {"world": 40.0, "tasks": 5.0}
