@@ -75,6 +75,20 @@ def _chromium() -> Check:
                  "apt-get install chromium chromium-driver")
 
 
+def _load() -> Check:
+    from officegym.machine import default_threads, load_advice, measure_load, usable_cores
+
+    load = measure_load(0.5)
+    if load is None:
+        return Check("CPU load", "ok", f"{usable_cores()} usable cores (load not measurable here)")
+    threads = default_threads(load)
+    advice = load_advice(load)
+    detail = f"{load.busy:.1f} of {load.cores} cores busy; training will use {threads} thread(s)"
+    if advice:
+        return Check("CPU load", "warn", detail + f": {advice}", "stop the other work, or expect slower steps")
+    return Check("CPU load", "ok", detail)
+
+
 def run_checks() -> list[Check]:
     py = sys.version_info
     checks = [
@@ -83,6 +97,7 @@ def run_checks() -> list[Check]:
         Check("officegym", "ok", _version("officegym") or "source checkout", required=True),
     ]
     checks += _torch()
+    checks.append(_load())
     checks += [
         _package("transformers", "transformers", "the hf: policy and training", "pip install 'officegym[train]'"),
         _package("peft", "peft", "LoRA training", "pip install 'officegym[train]'"),

@@ -122,6 +122,7 @@ class Pipeline:
     def run(self, hook: Callable[[str], None] | None = None) -> list[str]:
         self.out.mkdir(parents=True, exist_ok=True)
         save_config(self.cfg, self.out / "config.yaml")
+        self._check_load()
         steps: dict[str, tuple[Callable[[], None], Path]] = {
             "world": (self._world, self.world_dir / "processed" / "emails.csv"),
             "tasks": (self._tasks, self.tasks_dir / "README.md"),
@@ -153,6 +154,14 @@ class Pipeline:
             if hook is not None:
                 hook(stage)
         return self.ran
+
+    def _check_load(self) -> None:
+        """Say so when other processes keep cores busy: every stage then runs slower."""
+        from officegym.machine import load_advice, measure_load
+
+        advice = load_advice(measure_load(0.3))
+        if advice:
+            self._say(f"[yellow]{advice}[/]")
 
     def _record_time(self, stage: str, seconds: float) -> None:
         """Seconds per stage in timings.json (a resumed stage adds its new time to the old)."""

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -107,10 +106,9 @@ def _common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
 
 
 def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    from officegym.machine import default_threads
+
+    return default_threads()
 
 
 class HFPolicy:

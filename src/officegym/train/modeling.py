@@ -211,9 +211,10 @@ def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0
     except ImportError as exc:
         raise ModelSetupError(f"training needs torch and transformers ({exc}): pip install 'officegym[train]'") from None
     from officegym.agent.models import ModelResolutionError, resolve_model
+    from officegym.machine import default_threads
 
-    if model_cfg.threads:
-        torch.set_num_threads(model_cfg.threads)
+    # the cores nobody else keeps busy: OpenMP threads sharing a core with another process wait on it
+    torch.set_num_threads(model_cfg.threads or default_threads())
     try:
         path = resolve_model(model_cfg.name)
     except ModelResolutionError as exc:
