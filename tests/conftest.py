@@ -14,11 +14,26 @@ SHARED = Path(os.environ.get("OFFICEGYM_SHARED", REPO.parent / "shared"))
 REFERENCE = SHARED / "reference" / "workplace"
 
 
+NO_REFERENCE = ("NeMo Gym's reference data is not available: clone https://github.com/NVIDIA-NeMo/Gym and set "
+                "OFFICEGYM_REFERENCE=<clone>/resources_servers/workplace_assistant")
+
+
 @pytest.fixture(scope="session")
-def reference_dir() -> Path:
-    if not (REFERENCE / "csv_data").is_dir():
-        pytest.skip("../shared/reference/workplace is not available")
-    return REFERENCE
+def reference_dir(tmp_path_factory) -> Path:
+    """The reference folder: csv_data/, example.jsonl, example_rollouts.jsonl. OFFICEGYM_REFERENCE
+    may name NeMo Gym's own resources_servers/workplace_assistant, whose examples sit in data/."""
+    given = os.environ.get("OFFICEGYM_REFERENCE")
+    root = Path(given).expanduser() if given else REFERENCE
+    if not (root / "csv_data").is_dir():
+        pytest.skip(NO_REFERENCE)
+    if (root / "example.jsonl").exists() or not (root / "data" / "example.jsonl").exists():
+        return root
+    view = tmp_path_factory.mktemp("reference")  # NeMo Gym's layout seen as ours, without copying
+    (view / "csv_data").symlink_to((root / "csv_data").resolve(), target_is_directory=True)
+    for name in ("example.jsonl", "example_rollouts.jsonl"):
+        if (root / "data" / name).exists():
+            (view / name).symlink_to((root / "data" / name).resolve())
+    return view
 
 
 @pytest.fixture(scope="session")
