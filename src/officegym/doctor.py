@@ -127,5 +127,5 @@ def render(checks: list[Check]):
     table.add_column("detail")
     table.add_column("to fix")
     for c in checks:
-        table.add_row(escape(c.name), marks[c.status], escape(c.detail), escape(c.fix))
+        table.add_row(escape(c.name), marks[c.status], escape(c.detail), escape(c.fix) if c.status != "ok" else "")
     return table

@@ -81,7 +81,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
     buckets: dict[str, list[bool]] = defaultdict(list)
     groups: dict[str, dict[str, list[bool]]] = {"category": defaultdict(list), "difficulty": defaultdict(list), "template": defaultdict(list)}
     taxonomy: dict[str, int] = dict.fromkeys(ERROR_KINDS, 0)
-    invalid_calls = total_calls = 0
+    invalid_calls = total_calls = failed_with_invalid = 0
     for tid, trs in by_task.items():
         task = task_by_id.get(tid)
         gt_names = [c.name for c in task.ground_truth] if task else []
@@ -104,6 +104,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
             invalid_calls += sum(s != "ok" for s in status) + len(frags)
             if not ok:
                 taxonomy[classify_failure(r, gt_names, write_tools)] += 1
+                failed_with_invalid += bool(frags) or any(s != "ok" for s in status)
     empty_share = statistics.fmean(
         len(write_calls([c.name for c in task_by_id[t].ground_truth], write_tools)) == 0
         for t in by_task if t in task_by_id
@@ -131,6 +132,8 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         "seconds_per_rollout": {"median": statistics.median(seconds), "mean": statistics.fmean(seconds)},
         "env_share_of_time": (sum(env_seconds) / sum(seconds)) if sum(seconds) else 0.0,
         "errors": {kind: n for kind, n in taxonomy.items()},
+        # not exclusive: a failed rollout counts here whatever its primary kind above
+        "failures_with_invalid_call": failed_with_invalid,
         "stop_reasons": _count(o.get("stop_reason", "") for o in og),
         "rollout_errors": sum(1 for o in og if o.get("error")),
         "reward_components": _mean_components(og),

@@ -118,7 +118,11 @@ def _sections(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]
         if len(data) > 1 or group == "category":
             sections.append((f"By {group}", [group, "rollouts", "accuracy"],
                              [[k, str(v["n"]), _pct(v["accuracy"])] for k, v in data.items()]))
-    sections.append(("Failures by kind", ["kind", "rollouts"], [[k, str(v)] for k, v in m["errors"].items()]))
+    kinds = [[k, str(v)] for k, v in m["errors"].items()]
+    if "failures_with_invalid_call" in m:
+        kinds.append(["(any kind) with an invalid or failed call", str(m["failures_with_invalid_call"])])
+    sections.append(("Failures by primary kind (the first that applies: a missing write hides an invalid call "
+                     "in the same rollout)", ["kind", "rollouts"], kinds))
     if m.get("reward_components"):
         sections.append(("Reward components (mean)", ["component", "mean"],
                          [[k, f"{v:.3f}"] for k, v in m["reward_components"].items()]))
