@@ -119,18 +119,36 @@ def _start(path: Path | str, opts: dict[str, Any]) -> Any:
         raise EngineError(f"vLLM could not start {str(path)!r}: {type(exc).__name__}: {exc}") from exc
     finally:
         torch.set_num_threads = set_threads
+    logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_QuietReload())
     log.info("vLLM engine for %s started in %.1f s", path, time.perf_counter() - start)
     return llm
 
 
 def push_weights(llm: Any, weights: Iterable[tuple[str, Any]]) -> None:
     """Load (Hugging Face checkpoint name, tensor) pairs into the engine's model in place."""
-    pairs = list(weights)
+    dtype = _engine_dtype(llm)
+    # cast here: the engine would copy-convert each tensor anyway, and warn once per layer per push
+    pairs = [(name, t.to(dtype) if dtype is not None and getattr(t, "is_floating_point", lambda: False)() else t)
+             for name, t in weights]
     if _ENGINE is not None and _ENGINE.llm is llm:
         _ENGINE.weights = None
     with _engine_lock(llm):
         llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
         llm.reset_prefix_cache()
+
+
+def _engine_dtype(llm: Any) -> Any:
+    """The torch dtype the engine holds its weights in (None when it does not say)."""
+    config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+    return getattr(config, "dtype", None)
+
+
+class _QuietReload(logging.Filter):
+    """Drops vLLM's per-push notice that rotary embeddings kept their tables: they have no weights
+    in a checkpoint, so every in-place reload says so, once per push."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "RotaryEmbedding: Failed to load weights" not in record.getMessage()
 
 
 def shutdown() -> None:
