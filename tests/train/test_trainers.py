@@ -237,3 +237,24 @@ def test_tasks_of_another_environment_are_refused(tmp_path, make_cfg, tiny_model
                    "grpo.max_steps=1")
     with pytest.raises(DataError, match=r"data.env is 'workplace' but 40 of 40 tasks belong to another environment: toy_pick"):
         train_grpo(cfg)
+
+
+@pytest.mark.parametrize(("prompt_grad", "share"), [(True, "exact"), (False, "no_grad")])
+def test_prompt_grad_chooses_how_the_shared_prompt_runs(tmp_path, make_cfg, tiny_model_dir, toy_tasks, monkeypatch,
+                                                         prompt_grad, share):
+    from officegym.train import forward
+    from officegym.train.grpo import train_grpo
+
+    seen = []
+    real = forward.forward_logprobs
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("share"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(forward, "forward_logprobs", spy)
+    cfg = make_cfg("grpo", tmp_path / "run", f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", *SMALL,
+                   "grpo.max_steps=1", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2",
+                   "grpo.skip_zero_advantage=false", "data.val_fraction=0", f"grpo.prompt_grad={str(prompt_grad).lower()}")
+    train_grpo(cfg)
+    assert seen and set(seen) == {share}

@@ -240,6 +240,8 @@ class GRPOConfig(Section):
     share_prefix: bool = Field(True, description="run the prefix the rollouts of a micro-batch share (a group's prompt, "
                                "often its first turn) once, with gradient: the same loss and gradient, less compute "
                                "(train/forward.py); micro-batches then take rollouts in token order")
+    prompt_grad: bool = Field(True, description="false: the shared prompt runs without gradient (the loss is exact, "
+                              "the gradient drops the path through the prompt's keys and values: a cheaper update)")
     baseline: Literal["leave_one_out", "mean"] = "leave_one_out"
     scale: Literal["group", "batch", "none"] = "group"
     advantage_eps: float = 1e-6

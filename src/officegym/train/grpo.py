@@ -366,7 +366,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
-    share = "exact" if g.share_prefix else "off"
+    share = ("exact" if g.prompt_grad else "no_grad") if g.share_prefix else "off"
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
 
     def micro_batches(index: list[int]) -> list[dict[str, Any]]:
