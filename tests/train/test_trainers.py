@@ -258,3 +258,49 @@ def test_prompt_grad_chooses_how_the_shared_prompt_runs(tmp_path, make_cfg, tiny
                    "grpo.skip_zero_advantage=false", "data.val_fraction=0", f"grpo.prompt_grad={str(prompt_grad).lower()}")
     train_grpo(cfg)
     assert seen and set(seen) == {share}
+
+
+def test_negative_advantages_are_scaled_by_negative_weight(tmp_path, make_cfg, toy_sft_model, monkeypatch):
+    from officegym.core.task import write_jsonl
+    from officegym.train import grpo as grpo_module
+    from officegym.train import toy
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7, 3]))
+    seen: dict[str, list[float]] = {}
+    real = grpo_module._update
+
+    def spy(cfg, tm, rows, advantages, *args):
+        seen.setdefault(str(cfg.grpo.negative_weight), []).extend(advantages)
+        return real(cfg, tm, rows, advantages, *args)
+
+    monkeypatch.setattr(grpo_module, "_update", spy)
+    for weight in ("1.0", "0.25"):
+        grpo_module.train_grpo(make_cfg(
+            "grpo", tmp_path / weight, f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL,
+            "grpo.max_steps=1", "grpo.num_prompts_per_step=4", "grpo.num_generations_per_prompt=4",
+            "data.val_fraction=0", f"grpo.negative_weight={weight}", "rollout.temperature=1.0"))
+    full, scaled = seen["1.0"], seen["0.25"]
+    assert any(a < 0 for a in full) and any(a > 0 for a in full)  # the same rollouts (same seed), both signs
+    assert scaled == pytest.approx([a * 0.25 if a < 0 else a for a in full])
+
+
+@pytest.mark.parametrize("step_anyway", [False, True])
+def test_a_step_whose_advantages_are_all_zero_leaves_the_weights_alone(tmp_path, make_cfg, tiny_model_dir, toy_tasks,
+                                                                        step_anyway):
+    """The tiny random model never solves a toy task: every advantage is 0. AdamW would still apply
+    weight decay (and, after a real update, momentum); by default such a step does not run it."""
+    from safetensors.torch import load_file
+
+    from officegym.train.grpo import train_grpo
+
+    out = tmp_path / "run"
+    result = train_grpo(make_cfg("grpo", out, f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", *SMALL,
+                                 "grpo.max_steps=2", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2",
+                                 "data.val_fraction=0", "optim.lr=1e-2", "optim.weight_decay=0.5",
+                                 f"grpo.step_without_signal={str(step_anyway).lower()}"))
+    assert all(h["train/reward_std"] == 0 for h in result.history)
+    assert [h["train/skipped_update"] for h in result.history] == ([0.0, 0.0] if step_anyway else [1.0, 1.0])
+    start = load_file(str(next(tiny_model_dir.glob("*.safetensors"))))
+    end = _weights(out)
+    moved = any(not torch.equal(end[k], start[k]) for k in start if k in end)
+    assert moved == step_anyway

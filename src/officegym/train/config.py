@@ -246,6 +246,10 @@ class GRPOConfig(Section):
     scale: Literal["group", "batch", "none"] = "group"
     advantage_eps: float = 1e-6
     advantage_clip: float | None = None
+    negative_weight: float = Field(1.0, ge=0, le=1, description="multiplies negative advantages: below 1 a group's "
+                                   "failures push less than its successes pull (0: reinforce successes only)")
+    step_without_signal: bool = Field(False, description="run the optimiser on a step whose advantages are all 0: "
+                                      "AdamW's momentum then repeats earlier updates with no new evidence")
     dynamic_sampling: Literal["off", "skip", "refill"] = "off"
     max_refill_batches: int = Field(4, ge=1, description="extra prompt batches sampled per step to refill groups")
     curriculum: Literal["uniform", "variance"] = Field("uniform", description="variance: draw prompts by the expected "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,6 +269,8 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
         if g.invalid_call_advantage is not None:
             flagged = torch.tensor([invalid_calls(t) > 0 for t in trajs])
             advantages = torch.where(flagged, torch.full_like(advantages, g.invalid_call_advantage), advantages)
+        if g.negative_weight != 1.0:
+            advantages = torch.where(advantages < 0, advantages * g.negative_weight, advantages)
         metrics["train/advantage_mean"] = float(advantages.mean())
         metrics["train/advantage_abs_mean"] = float(advantages.abs().mean())
     timing["scoring"] += time.perf_counter() - t0
@@ -278,7 +281,9 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))
     t0 = time.perf_counter()
     update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference)
-    scheduler.step()
+    with warnings.catch_warnings():  # the schedule counts steps, also those whose update was skipped
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)
+        scheduler.step()
     metrics.update(update)
     timing["training"] = time.perf_counter() - t0
     metrics["train/lr"] = float(optimizer.param_groups[0]["lr"])
@@ -361,7 +366,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     g, loss_cfg = cfg.grpo, cfg.grpo.loss
     out = {"train/loss": 0.0, "train/clip_fraction": 0.0, "train/ratio_mean": 1.0, "train/ratio_max": 1.0, "train/kl": 0.0,
            "train/entropy": 0.0, "train/grad_norm": 0.0, "train/trained_tokens": 0.0, "train/train_tokens_per_s": 0.0,
-           "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0, "train/skipped_zero_advantage": 0.0}
+           "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0, "train/skipped_zero_advantage": 0.0,
+           "train/skipped_update": 0.0}
     if not rows:
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
@@ -451,6 +457,13 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
                     if entropy is not None:
                         sums["ent"] += float(entropy) * n
+        if not any(a != 0.0 for a in advantages) and not g.step_without_signal and loss_cfg.kl_beta == 0:
+            # No rollout carries signal: AdamW would still move the weights (momentum and decay
+            # replay the last updates, about 3.5x the last step in all over ten empty steps), which
+            # collapsed the quickstart's policy (validation 42% -> 0%) without a single new sample.
+            out["train/skipped_update"] = 1.0
+            optimizer.zero_grad(set_to_none=True)
+            break
         if not batches:  # every row skipped: the step still sees the zero gradient an unskipped pass gives
             for p in params:
                 p.grad = torch.zeros_like(p)
