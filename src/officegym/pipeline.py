@@ -283,6 +283,11 @@ class Pipeline:
 
         data = _merge(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
         data.setdefault("model", {})["name"] = start
+        # validate under the evaluation's episode limits: with fewer turns, a policy that never stops
+        # looked fine in validation (46%) and failed the evaluation (5%)
+        val = data.setdefault("validation", {})
+        val.setdefault("max_steps", self.cfg.eval.max_steps)
+        val.setdefault("max_new_tokens_per_turn", self.cfg.eval.max_new_tokens)
         if data.get("backend") == "vllm":
             data["backend"] = self._backend("vllm")
         cfg = build_config(GRPORunConfig, data)

@@ -304,3 +304,13 @@ def test_a_step_whose_advantages_are_all_zero_leaves_the_weights_alone(tmp_path,
     end = _weights(out)
     moved = any(not torch.equal(end[k], start[k]) for k in start if k in end)
     assert moved == step_anyway
+
+
+def test_validation_episodes_take_their_own_limits(make_cfg, tmp_path):
+    from officegym.train.rollouts import loop_config
+
+    cfg = make_cfg("grpo", tmp_path, "rollout.max_steps=3", "rollout.max_new_tokens_per_turn=80")
+    assert (loop_config(cfg, 0.0, validation=True).max_steps, loop_config(cfg, 0.0, validation=True).params.max_new_tokens) == (3, 80)
+    cfg = make_cfg("grpo", tmp_path, "rollout.max_steps=3", "validation.max_steps=4", "validation.max_new_tokens_per_turn=96")
+    val, train = loop_config(cfg, 0.0, validation=True), loop_config(cfg, 0.7)
+    assert (val.max_steps, val.params.max_new_tokens, train.max_steps) == (4, 96, 3)

@@ -273,6 +273,9 @@ class ValidationConfig(Section):
     accuracy: bool = Field(True, description="run the agent loop on the held-out tasks (greedy) and score them")
     temperature: float = 0.0
     samples: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="model turns per validation episode (default: rollout's); "
+                                  "set it to the evaluation's, or validation cannot see what evaluation will")
+    max_new_tokens_per_turn: int | None = Field(None, ge=1, description="default: rollout's")
 
 
 class CheckpointConfig(Section):

@@ -79,10 +79,12 @@ def invalid_calls(traj: Trajectory) -> int:
     return n
 
 
-def loop_config(cfg: RunConfig, temperature: float, seed: int | None = None) -> LoopConfig:
-    r = cfg.rollout
-    params = SamplingParams(temperature=temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens_per_turn, seed=seed)
-    return LoopConfig(max_steps=r.max_steps, max_tool_output_chars=r.max_tool_output_chars, mode=cfg.data.verify_mode,
+def loop_config(cfg: RunConfig, temperature: float, seed: int | None = None, validation: bool = False) -> LoopConfig:
+    r, v = cfg.rollout, cfg.validation
+    max_steps = (v.max_steps if validation and v.max_steps else None) or r.max_steps
+    max_new = (v.max_new_tokens_per_turn if validation and v.max_new_tokens_per_turn else None) or r.max_new_tokens_per_turn
+    params = SamplingParams(temperature=temperature, top_p=r.top_p, max_new_tokens=max_new, seed=seed)
+    return LoopConfig(max_steps=max_steps, max_tool_output_chars=r.max_tool_output_chars, mode=cfg.data.verify_mode,
                       params=params)
 
 
@@ -97,15 +99,18 @@ class RolloutBatch:
 
 
 def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
-            reward_fn: Any = None, on_done: Any = None) -> RolloutBatch:
-    """Run the jobs through the agent loop (one policy call per turn for all of them) and time it."""
+            reward_fn: Any = None, on_done: Any = None, validation: bool = False) -> RolloutBatch:
+    """Run the jobs through the agent loop (one policy call per turn for all of them) and time it;
+    `validation` episodes take the validation section's limits where it sets them."""
     timed_env = TimedEnvironment(env)
     timed_reward = TimedReward(reward_fn) if reward_fn is not None else None
-    budget = EpisodeBudget(policy, cfg.rollout.max_new_tokens_per_episode)
+    # a validation episode with its own turn limit is not cut by the training episode's token cap
+    cap = None if validation and cfg.validation.max_steps else cfg.rollout.max_new_tokens_per_episode
+    budget = EpisodeBudget(policy, cap)
     stats = getattr(policy, "stats", {})
     gen_before = float(stats.get("seconds", 0.0))
     t0 = time.perf_counter()
-    trajs = asyncio.run(run_rollouts(timed_env, list(jobs), budget, loop_config(cfg, temperature), timed_reward,
+    trajs = asyncio.run(run_rollouts(timed_env, list(jobs), budget, loop_config(cfg, temperature, validation=validation), timed_reward,
                                      concurrency=cfg.rollout.concurrency, max_batch=max(1, len(jobs)), on_done=on_done))
     wall = time.perf_counter() - t0
     generation = float(stats.get("seconds", 0.0)) - gen_before
@@ -150,7 +155,7 @@ def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, rewar
     if not tasks:
         return {}, []
     jobs = [(t, s) for t in tasks for s in range(cfg.validation.samples)]
-    batch = collect(env, jobs, policy, cfg, cfg.validation.temperature, reward_fn)
+    batch = collect(env, jobs, policy, cfg, cfg.validation.temperature, reward_fn, validation=True)
     metrics = rollout_metrics(batch.trajectories, "val")
     metrics["time/validation_s"] = batch.wall_seconds
     return metrics, batch.trajectories
