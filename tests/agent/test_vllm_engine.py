@@ -39,10 +39,19 @@ def _tiny(directory: Path, seed: int) -> Path:
     return directory
 
 
-def test_real_vllm_engine_matches_transformers_and_follows_pushed_weights(tmp_path):
+@pytest.mark.parametrize("threads", ["omp1", "torch1"])
+def test_real_vllm_engine_matches_transformers_and_follows_pushed_weights(tmp_path, threads):
+    """omp1: one OpenMP thread everywhere. torch1: the process sets torch to 1 thread (as a trainer on a
+    busy machine does) while OpenMP's default is every core; the engine's driver thread then planned
+    attention for one count and ran it with another (garbage, or a failed check in the kernel)."""
     a = _tiny(tmp_path / "a", 0)
     b = _tiny(tmp_path / "b", 1)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    if threads == "torch1":
+        if (os.cpu_count() or 1) < 2:
+            pytest.skip("needs 2 cores for the thread counts to differ")
+        env.pop("OMP_NUM_THREADS")
+        env["CHECK_TORCH_THREADS"] = "1"
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_engine_check.py")), str(a), str(b)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]

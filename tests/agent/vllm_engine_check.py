@@ -23,7 +23,12 @@ def hf_logprobs(model_dir: Path, state: dict | None, prompt: list[int], ids: lis
 
 
 def main() -> None:
+    import os
+
     import torch
+
+    if os.environ.get("CHECK_TORCH_THREADS"):  # a trainer that chose its own thread count before the engine
+        torch.set_num_threads(int(os.environ["CHECK_TORCH_THREADS"]))
 
     from officegym.agent import vllm_engine
     from officegym.agent.policies import make_policy

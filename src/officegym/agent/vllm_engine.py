@@ -180,8 +180,14 @@ class EngineDriver:
         import queue
         import threading
 
+        import torch
+
         self.llm = llm
         self.engine = llm.llm_engine
+        # vLLM's CPU attention plans its work for the thread count of the thread that steps it and
+        # checks it again in the kernel; a fresh thread reads the count from two places that disagree
+        # when the process set another one (garbage or a failed check), so the driver sets it itself
+        self.threads = torch.get_num_threads()
         self.inbox: queue.Queue[Any] = queue.Queue()
         self.lock = threading.Lock()  # held for every engine call; weight swaps take it too
         self._thread: threading.Thread | None = None
@@ -199,7 +205,10 @@ class EngineDriver:
     def _run(self) -> None:
         from vllm.inputs import TokensPrompt
 
+        import torch
+
         pending: dict[str, tuple[Any, Any]] = {}
+        torch.set_num_threads(self.threads)
         while True:
             items = [self.inbox.get()] if not pending else []
             while not self.inbox.empty():
@@ -208,6 +217,8 @@ class EngineDriver:
                 return
             try:
                 with self.lock:
+                    if torch.get_num_threads() != self.threads:  # another thread changed a shared setting
+                        torch.set_num_threads(self.threads)
                     for prompt_ids, params, future, loop in items:
                         self._next += 1
                         rid = f"og-{self._next}"
