@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from officegym.core.files import atomic_write
+from officegym.core.inputs import InputError, read_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -107,9 +108,9 @@ def load_config(model: type[M], path: str | os.PathLike[str] | None = None, over
     if path is not None:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"no such config file: {p}") from None
+            text = read_text(p, "config file")
+        except InputError as exc:  # missing, a folder, not UTF-8: one message naming the file
+            raise ConfigError(str(exc)) from None
         try:
             data = _yaml().safe_load(text) or {}
         except Exception as exc:
@@ -136,6 +137,37 @@ def save_config(cfg: BaseModel, path: str | os.PathLike[str]) -> Path:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, text)
+
+
+def flat_config(data: dict[str, Any], shape: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> value, descending only into the sections `shape` (a dumped default config) has:
+    a free-form value such as a reward mapping stays one value."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        sub = shape.get(key)
+        if isinstance(sub, dict) and sub and isinstance(value, dict):
+            out.update(flat_config(value, sub, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+NOT_SET = "(not set)"
+
+
+def config_changes(saved: dict[str, Any], new: dict[str, Any], defaults: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """{dotted key: (saved value, new value)} for every key the two dumped configs disagree on. A key
+    the saved config lacks (added to the code since) counts only when the new value is not its
+    default; a key only the saved config has (no longer read) is left out."""
+    old, cur, base = flat_config(saved, defaults), flat_config(new, defaults), flat_config(defaults, defaults)
+    out = {}
+    for key, value in cur.items():
+        if key in old:
+            if old[key] != value:
+                out[key] = (old[key], value)
+        elif key not in base or base[key] != value:
+            out[key] = (NOT_SET, value)
+    return out
 
 
 def config_table(cfg: BaseModel, title: str = "config") -> Any:
