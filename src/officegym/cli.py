@@ -12,9 +12,40 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="officegym: environments, data and RL for tool-using agents.")
+from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
+
 console = Console(stderr=True)
+
+
+class _Root(TyperGroup):
+    """The root of the command tree: a path or setting any layer finds unusable (InputError) ends
+    the command with its one-line message, and the help shows flags without a type."""
+
+    def parse_args(self, ctx, args):
+        _plain_flags(self, ctx)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            _fail(str(exc))
+
+
+def _plain_flags(command, ctx) -> None:
+    """Rich help prints every flag's type ("<bool>") where only values have one; an empty metavar
+    prints nothing. Done on the whole tree because subcommands build their --help option lazily."""
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _plain_flags(sub, ctx)
+
+
+app = typer.Typer(cls=_Root, no_args_is_help=True, add_completion=False,
+                  help="officegym: environments, data and RL for tool-using agents.")
 
 WorldOpt = Annotated[
     Path | None,
@@ -23,7 +54,7 @@ WorldOpt = Annotated[
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -108,12 +139,14 @@ def generate_tasks_command(
     teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
     teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
     difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into --out even if it is not empty (files of the same name are replaced).")] = False,
 ) -> None:
     """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
     from officegym.core import registry
     from officegym.progress import progress
 
     levels = _difficulty(difficulty) if difficulty is not None else None
+    output_dir(out, "--out", overwrite=overwrite)
     if registry.canonical_name(env) != "workplace_assistant":
         _generate_env_tasks(env, out, n, seed, levels)
         return
@@ -122,7 +155,7 @@ def generate_tasks_command(
     from officegym.envs.workplace.world import WorldFormatError
     from officegym.sdg.dataset import build_dataset, write_dataset
 
-    worlds = list(world) if world else [_default_world()]
+    worlds = [input_dir(w, "world folder") for w in world] if world else [_default_world()]
     with progress(console, with_info=False) as bar:
         job = bar.add_task("generating tasks", total=n)
         try:
@@ -226,9 +259,17 @@ def call(
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object")] = "{}",
     world: WorldOpt = None,
 ) -> None:
-    """Run one tool on a fresh session and print what the model would see."""
+    """Run one tool on a fresh session and print what the model would see; a call that did not run
+    (unknown tool, bad arguments) exits non-zero."""
+    from officegym.envs.workplace.specs import TOOL_SPECS
+
     w = _world(world)
-    typer.echo(w.new_session().call(tool, arguments))
+    result = w.new_session().execute(tool, arguments)
+    typer.echo(result.text)
+    if tool not in {s.name for s in TOOL_SPECS}:
+        _fail(f"no tool named {tool!r}; `officegym tools` lists the {len(TOOL_SPECS)} tools")
+    if result.status == "error":
+        _fail(f"the call of {tool} failed (its text above is what the model would see)")
 
 
 @app.command()
@@ -246,6 +287,11 @@ def verify(
 
     if mode not in MODES:
         _fail(f"--mode must be one of {', '.join(MODES)}")
+    input_file(rollouts, "rollouts file")
+    if tasks is not None:
+        input_file(tasks, "task file")
+    if out is not None:
+        output_file(out, "--out")
     w = _world(world)
     try:
         index = TaskIndex(read_tasks(tasks)) if tasks else None
@@ -280,10 +326,9 @@ def verify(
 def _tasks(path: Path):
     from officegym.core.task import TaskFormatError, read_tasks
 
+    input_file(path, "task file")
     try:
         tasks = read_tasks(path)
-    except FileNotFoundError:
-        _fail(f"no such task file: {path}")
     except TaskFormatError as exc:
         _fail(str(exc))
     if not tasks:
@@ -320,6 +365,7 @@ def eval_cmd(
     from officegym.eval.report import write_report
     from officegym.eval.run import run_eval
 
+    output_dir(out, "--out")
     task_list = _tasks(tasks)[:limit]
     env_name = _eval_env_name(env, task_list)
     environment, mode = _eval_environment(env_name, world, mode)
@@ -504,12 +550,17 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     from officegym.eval.report import write_report
     from officegym.eval.run import ROLLOUTS, load_rollouts
 
+    input_dir(run_dir, "run folder")
+    if (run_dir / ROLLOUTS).exists():
+        input_file(run_dir / ROLLOUTS, "rollouts file")
     try:
         rows = load_rollouts(run_dir / ROLLOUTS)
     except ValueError as exc:
         _fail(str(exc))
     if not rows:
         _fail(f"no rollouts in {run_dir / ROLLOUTS}")
+    for i, r in enumerate(rows, 1):
+        _arguments_as_text(r, f"{run_dir / ROLLOUTS}: row {i}")
     tasks = {}
     for i, r in enumerate(rows, 1):
         try:
@@ -526,6 +577,19 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     console.print(f"report: {html_path}, {md_path}")
 
 
+def _arguments_as_text(row, where: str) -> None:
+    """Calls whose `arguments` are a JSON object rather than its text, as `verify` accepts them, get
+    the text (the Responses API's form, which the report prints)."""
+    if not isinstance(row, dict):
+        _fail(f"{where}: not a JSON object")
+    output = (row.get("response") or {}).get("output", []) if isinstance(row.get("response") or {}, dict) else None
+    if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
+        _fail(f"{where}: response.output must be a list of objects")
+    for item in output:
+        if item.get("type") == "function_call" and not isinstance(item.get("arguments", ""), str):
+            item["arguments"] = json.dumps(item["arguments"], ensure_ascii=False)
+
+
 @app.command()
 def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folders to put side by side.")]) -> None:
     """Key metrics of several eval runs side by side (from their metrics.json)."""
@@ -534,9 +598,11 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folder
     runs = {}
     for d in run_dirs:
         try:
-            runs[d.name if d.name not in runs else str(d)] = json.loads((d / "metrics.json").read_text())
-        except (OSError, ValueError) as exc:
-            _fail(f"{d}: no readable metrics.json ({exc}); run `officegym report {d}` first")
+            runs[d.name if d.name not in runs else str(d)] = json.loads(read_text(d / "metrics.json", "metrics file"))
+        except InputError as exc:
+            _fail(f"{exc}: run `officegym report {d}` first")
+        except ValueError as exc:
+            _fail(f"{d / 'metrics.json'} is not valid JSON ({exc}): run `officegym report {d}` first")
     headers, rows = compare_table(runs)
     table = Table(title="runs compared")
     for h in headers:
@@ -637,6 +703,7 @@ def council(
     config = CouncilConfig(max_rounds=max_rounds, params=SamplingParams(
         temperature=temperature, max_new_tokens=max_new_tokens, seed=sample_seed))
     if out is not None:
+        output_dir(out, "--out")
         _check_council_run(out, {"specs": specs, "tasks": str(tasks) if tasks else None, "seed": None if tasks else seed,
                                  "difficulty": None if tasks else list(_difficulty(difficulty)), "max_rounds": max_rounds})
     with contextlib.ExitStack() as stack:
