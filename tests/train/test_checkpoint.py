@@ -32,8 +32,8 @@ def test_retention_keeps_the_latest_and_the_best(tmp_path):
     for step, metric in ((1, 0.5), (2, 0.9), (3, 0.1), (4, None)):
         m.save(step, _write, {"metric": metric})
     assert [c.step for c in m.list()] == [2, 4] and m.best().step == 2 and m.latest().step == 4
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [INDEX, "step_000002", "step_000004"]
-    index = json.loads((tmp_path / "checkpoints" / INDEX).read_text())
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000002", "step_000004"]
+    index = json.loads((tmp_path / INDEX).read_text())
     assert [row["step"] for row in index["checkpoints"]] == [2, 4]
     assert index["checkpoints"][0]["files"]["model/weights.bin"] == 64
 
@@ -96,7 +96,7 @@ def test_a_run_without_an_index_is_read_from_its_folders(tmp_path):
     m = CheckpointManager(tmp_path, keep_top_k=3)
     assert [c.step for c in m.list()] == [5]
     m.save(6, _write, {"metric": 0.1})
-    assert [c.step for c in m.list()] == [5, 6] and (tmp_path / "checkpoints" / INDEX).exists()
+    assert [c.step for c in m.list()] == [5, 6] and (tmp_path / INDEX).exists()
 
 
 class _TinyModel:

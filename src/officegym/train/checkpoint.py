@@ -7,7 +7,7 @@ as tensors and plain values so that it loads with `weights_only=True`) and `stat
 position, metric, anything the trainer adds). It is written into a temporary folder beside the
 others and renamed into place.
 
-`index.json` is the commit record: it lists the kept checkpoints with the size of each of their
+`run_dir/checkpoints.json` is the commit record: it lists the kept checkpoints with the size of each of their
 files and is replaced atomically, only once a new checkpoint folder is complete. Pruning writes an
 index that no longer lists what it drops before deleting anything, and a folder is renamed to
 `.tmp-*` before it is deleted, so a kill at any moment leaves the index listing whole checkpoints
@@ -40,7 +40,7 @@ from typing import Any
 from officegym.core.files import atomic_write
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
-INDEX = "index.json"
+INDEX = "checkpoints.json"  # beside the checkpoints/ folder, which then holds step folders only
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
@@ -110,7 +110,7 @@ def find_checkpoints(run_dir: str | os.PathLike[str]) -> list[CheckpointInfo]:
 
 
 def _read_index(root: Path) -> list[Any] | None:
-    path = root / INDEX
+    path = root.parent / INDEX
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -131,7 +131,7 @@ def _listed(root: Path, entry: Any) -> CheckpointInfo | None:
     files = entry.get("files") if isinstance(entry, dict) else None
     m = _STEP_DIR.match(name) if isinstance(name, str) else None
     if m is None or not isinstance(files, dict):
-        _warn(f"{root / INDEX}: skipped a malformed entry {entry!r}")
+        _warn(f"{root.parent / INDEX}: skipped a malformed entry {entry!r}")
         return None
     path = root / name
     bad = [rel for rel, size in files.items() if not _has_size(path / rel, size)]
@@ -231,7 +231,7 @@ class CheckpointManager:
         kept = [c for c in found if c.step in keep]
         rows = [{"step": c.step, "dir": c.path.name, "metric": c.metric,
                  "files": c.files if c.files is not None else _file_sizes(c.path)} for c in kept]
-        atomic_write(self.root / INDEX, json.dumps({"checkpoints": rows}, indent=1) + "\n")
+        atomic_write(self.root.parent / INDEX, json.dumps({"checkpoints": rows}, indent=1) + "\n")
         listed = {c.path.name for c in kept}
         removed = []
         for p in sorted(self.root.iterdir()):
