@@ -33,7 +33,7 @@ from officegym.core.task import Task
 from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolSpec, Verdict
 from officegym.envs.workplace.env import spec_from_schema
 from officegym.envs.workplace.results import ToolResult, invalid_json_result
-from officegym.server.app import RESERVED_PATHS, STATUS_HEADER
+from officegym.server.protocol import RESERVED_PATHS, STATUS_HEADER
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_.\-]+")
 

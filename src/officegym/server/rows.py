@@ -1,0 +1,93 @@
+"""Task rows in, verify answers out: what /verify, /run and /seed_session need of a row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from officegym.core.protocols import Environment
+from officegym.core.task import Task, TaskFormatError
+from officegym.core.toolcalls import ToolCallParseError, function_calls_from_output
+from officegym.core.types import ToolCall
+from officegym.server.protocol import BadRequest, detail, require, validation_error
+
+# Fields of the verify response: NeMo Gym 0.7's BaseVerifyResponse declares the first six; SPEC
+# 5.1 (an earlier snapshot) also lists the task fields, which officegym echoes when present.
+VERIFY_ECHO = ("responses_create_params", "response")
+VERIFY_DEFAULTS = (("mask_sample", False), ("failure_kind", None), ("failure_reason", None))
+TASK_ECHO = ("ground_truth", "id", "category", "environment_name")
+
+
+def env_modes(env: Environment) -> tuple[str, ...]:
+    """The verification modes `env` offers (empty when it names none)."""
+    if getattr(env, "name", None) == "workplace_assistant":
+        from officegym.envs.workplace.verify import MODES
+
+        return MODES
+    modes = getattr(env, "modes", ())
+    return tuple(modes) if isinstance(modes, tuple | list) and all(isinstance(m, str) for m in modes) else ()
+
+
+def resolve_mode(env: Environment, default: str | None, requested: Any) -> str | None:
+    """The verification mode a request asks for (else the server's default); 422 for an unknown one."""
+    mode = requested if requested is not None else default
+    if mode is None:
+        return None
+    modes = env_modes(env)
+    if not isinstance(mode, str) or (modes and mode not in modes):
+        raise BadRequest(detail(f"unknown verification mode {mode!r}; choose from {', '.join(modes)}", 422))
+    return mode
+
+
+def echo(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in VERIFY_ECHO if k in row}
+
+
+def verify_answer(row: dict[str, Any], reward: float) -> dict[str, Any]:
+    """The verify response's fields: the echo, `reward`, NeMo Gym's defaults and the task fields."""
+    out = echo(row)
+    out["reward"] = reward
+    out.update(VERIFY_DEFAULTS)
+    out.update({k: row[k] for k in TASK_ECHO if k in row})
+    return out
+
+
+def check_params(rcp: dict[str, Any], for_run: bool = False) -> None:
+    """What Task.from_row and the agent loop need of responses_create_params."""
+    given = rcp.get("input", [])
+    if not isinstance(given, (str, list)) or (for_run and isinstance(given, list) and not all(isinstance(m, dict) for m in given)):
+        raise BadRequest(validation_error("list_type", ["body", "responses_create_params", "input"],
+                                          "Input should be a string or a list of message objects", given))
+    tools = rcp.get("tools")
+    if for_run and tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise BadRequest(validation_error("list_type", ["body", "responses_create_params", "tools"],
+                                          "Input should be a list of tool objects", tools))
+
+
+def task_and_calls(row: dict[str, Any]) -> tuple[Task, list[ToolCall]]:
+    """The task a verify row names and the calls its `response.output` holds; 422 when it cannot be verified."""
+    check_params(require(row, "responses_create_params", dict, "dictionary"))
+    response = require(row, "response", dict, "dictionary")
+    output = response.get("output", [])
+    if not isinstance(output, list):
+        raise BadRequest(validation_error("list_type", ["body", "response", "output"], "Input should be a valid list", output))
+    if "ground_truth" not in row and not isinstance(row.get("verifier_metadata"), dict):
+        raise BadRequest(validation_error("missing", ["body", "ground_truth"], "Field required", None))
+    if not isinstance(row.get("ground_truth", []), (list, str)):
+        raise BadRequest(validation_error("list_type", ["body", "ground_truth"], "Input should be a valid list or string",
+                                          row["ground_truth"]))
+    # The task without its tool schemas: verification replays calls against the ground truth, and
+    # Task.from_row deep-copies what it is given (27 schemas are most of a row's 12 KB).
+    slim = {**row, "responses_create_params": {k: v for k, v in row["responses_create_params"].items() if k != "tools"},
+            "response": None}
+    try:
+        return Task.from_row(slim), function_calls_from_output(output)
+    except (TaskFormatError, ToolCallParseError) as exc:
+        raise BadRequest(detail(str(exc), 422)) from None
+
+
+def task_from_row(row: dict[str, Any]) -> Task:
+    """Task.from_row, with 422 for a row it refuses."""
+    try:
+        return Task.from_row(row)
+    except TaskFormatError as exc:
+        raise BadRequest(detail(str(exc), 422)) from None
