@@ -49,6 +49,9 @@ CASES = {
                              "task file .*" + NOT_UTF8),
     "eval tasks a folder": (["eval", "--policy", "noop", "--tasks", "{folder}", "--out", "{new}", "--world", "{world}"],
                             "task file .*folder is a folder, not a file"),
+    "eval tasks missing, named with brackets": (
+        ["eval", "--policy", "noop", "--tasks", "{folder}/runs[/v2]/t[v2].jsonl", "--out", "{new}", "--world", "{world}"],
+        re.escape("no such task file: ") + ".*" + re.escape("folder/runs[/v2]/t[v2].jsonl")),
     "eval out a file": (["eval", "--policy", "noop", "--tasks", "{tasks}", "--out", "{file}", "--world", "{world}"],
                         "--out .*file exists and is not a folder"),
     "report run a file": (["report", "{file}"], "run folder .*file is a file, not a folder"),

@@ -54,7 +54,10 @@ WorldOpt = Annotated[
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
+    from rich.markup import escape
+
+    # escaped: a path such as runs[v2]/ or [/x] is text, not markup to drop or to choke on
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -579,10 +582,12 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
 
 def _arguments_as_text(row, where: str) -> None:
     """Calls whose `arguments` are a JSON object rather than its text, as `verify` accepts them, get
-    the text (the Responses API's form, which the report prints)."""
+    the text (the Responses API's form, which the report prints); a row the report cannot read is
+    refused here, naming the row."""
     if not isinstance(row, dict):
         _fail(f"{where}: not a JSON object")
-    output = (row.get("response") or {}).get("output", []) if isinstance(row.get("response") or {}, dict) else None
+    response = row.get("response") or {}
+    output = response.get("output", []) if isinstance(response, dict) else None
     if not isinstance(output, list) or not all(isinstance(item, dict) for item in output):
         _fail(f"{where}: response.output must be a list of objects")
     for item in output:
