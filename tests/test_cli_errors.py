@@ -140,3 +140,12 @@ def test_help_shows_flags_without_a_type(command):
     res = runner.invoke(app, [*command, "--help"])
     assert res.exit_code == 0 and "--help" in res.output
     assert "<bool>" not in res.output, res.output
+
+
+def test_verify_prints_a_row_error_holding_brackets_as_text(paths, tmp_path):
+    rollouts = tmp_path / "r.jsonl"
+    row = {"id": "[/x]", "responses_create_params": {"input": 5}, "ground_truth": [], "response": {"output": []}}
+    rollouts.write_text(json.dumps(row) + "\n")
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
+    assert res.exception is None and res.exit_code == 0, repr(res.exception)
+    assert "line 1: task '[/x]': responses_create_params.input must be" in res.output

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -54,8 +55,6 @@ WorldOpt = Annotated[
 
 
 def _fail(message: str) -> None:
-    from rich.markup import escape
-
     # escaped: a path such as runs[v2]/ or [/x] is text, not markup to drop or to choke on
     console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
@@ -70,7 +69,7 @@ def _default_world() -> Path:
     cache = Path(os.environ.get("OFFICEGYM_CACHE") or Path.home() / ".cache" / "officegym")
     path = cache / "worlds" / "seed0-reference"
     if not (path / "world.json").exists():
-        console.print(f"no --world given: generating the default world (seed 0) into {path}")
+        console.print(f"no --world given: generating the default world (seed 0) into {path}", markup=False)
         with contextlib.suppress(FileExistsError):  # another process wrote it first
             write_world(generate_world(0, "reference"), path, overwrite=True)
     return path
@@ -124,7 +123,7 @@ def generate_world_command(
     except (ValueError, FileExistsError) as exc:  # WorldCheckError is a ValueError
         _fail(str(exc))
     counts = ", ".join(f"{name} {n}" for name, n in world.counts.items())
-    console.print(f"{world.company.name} ({world.company.domain}), user {world.user}, now {world.now}: {counts}")
+    console.print(f"{world.company.name} ({world.company.domain}), user {world.user}, now {world.now}: {counts}", markup=False)
     typer.echo(str(path))
 
 
@@ -176,11 +175,11 @@ def generate_tasks_command(
             stats = apply_teacher(ds, teacher, model=teacher_model, api_key=teacher_key, out=out, console=console)
         except TeacherError as exc:
             _fail(str(exc))
-        console.print(f"teacher: {stats}")
+        console.print(f"teacher: {stats}", markup=False)
     paths = write_dataset(ds, out)
     counts = ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items())
     rejected = ", ".join(f"{r} {c}" for r, c in ds.report.rejected.most_common()) or "none"
-    console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}")
+    console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}", markup=False)
     typer.echo(str(paths["card"].parent))
 
 
@@ -323,7 +322,7 @@ def verify(
     console.print(summary)
     for v in verdicts:
         if v.error:
-            console.print(f"[yellow]line {v.index}:[/] {v.error}")
+            console.print(f"[yellow]line {v.index}:[/] {escape(v.error)}")
 
 
 def _tasks(path: Path):
@@ -405,7 +404,7 @@ def eval_cmd(
     title = f"officegym eval: {policy}" + ("" if env_name == WORKPLACE else f" on {env_name}")
     html_path, _ = write_report(out, metrics, result.rows, title=title)
     _print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
-    console.print(f"report: {html_path}")
+    console.print(f"report: {html_path}", markup=False)
     from officegym.eval.run import backend_failed
 
     failed = sum(backend_failed(r) for r in result.rows)
@@ -577,7 +576,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     title = f"officegym eval: {run_dir.name}" + ("" if env_name == WORKPLACE else f" on {env_name}")
     html_path, md_path = write_report(run_dir, metrics, rows, title=title)
     _print_metrics(metrics, str(run_dir))
-    console.print(f"report: {html_path}, {md_path}")
+    console.print(f"report: {html_path}, {md_path}", markup=False)
 
 
 def _arguments_as_text(row, where: str) -> None:
@@ -648,7 +647,7 @@ def serve(
         _fail(f"--world applies to the workplace environment; {env} sessions are seeded from the task rows")
     else:
         w, where = None, ""
-    console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops")
+    console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
                    max_body_bytes=max_body_bytes, secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
@@ -741,7 +740,7 @@ def council(
         table.add_row(f"label {label}", str(count))
     Console().print(table)
     if out is not None:
-        console.print(f"councils: {out / 'councils.jsonl'}; summary: {out / 'summary.json'}")
+        console.print(f"councils: {out / 'councils.jsonl'}; summary: {out / 'summary.json'}", markup=False)
 
 
 def _check_council_run(out: Path, settings: dict) -> None:
