@@ -105,8 +105,8 @@ def test_the_cli_refuses_in_one_line_and_a_failed_rerun_keeps_the_config(run, to
 
 @pytest.mark.parametrize("kind", ["sft", "grpo"])
 def test_the_config_table_is_short_and_only_shows_what_applies(tmp_path, make_cfg, toy_tasks, kind):
-    out = tmp_path / kind
-    console = Console(record=True, width=200)
+    out = tmp_path / f"[/{kind}]"  # brackets are text, not markup
+    console = Console(record=True, width=300)
     extra = ["validation.accuracy=false"] if kind == "sft" else []  # an SFT run that rolls nothing out
     prepare_run_dir(make_cfg(kind, out, f"data.tasks={toy_tasks}", "data.env=toy_pick", "optim.warmup_steps=3", *extra),
                     console, kind)

@@ -72,7 +72,7 @@ def prepare_run_dir(cfg: RunConfig, console: Any, kind: str) -> Path:
     if console is not None:
         console.print(run_table(cfg, kind, run_dir))
         if changes:
-            console.print(f"resuming at step {step} with changed settings: {shown}")
+            console.print(f"resuming at step {step} with changed settings: {shown}", markup=False)
     return run_dir
 
 
@@ -168,6 +168,7 @@ def _show(value: Any) -> str:
 def run_table(cfg: RunConfig, kind: str, run_dir: Path) -> Any:
     """One short table: the settings that matter for the stage, then every other key that applies
     to it and differs from its default. The full config is in run_dir/config.yaml."""
+    from rich.markup import escape
     from rich.table import Table
 
     rows = _summary(cfg, kind)
@@ -175,16 +176,17 @@ def run_table(cfg: RunConfig, kind: str, run_dir: Path) -> Any:
     changed = config_changes(config_dict(type(cfg)()), config_dict(cfg), config_dict(type(cfg)()))
     extra = [(k, new) for k, (_, new) in changed.items()
              if k != "out_dir" and not any(k == s or k.startswith(s + ".") for s in shown) and _applies(k, cfg, kind)]
-    table = Table(title=f"officegym train {kind}: {run_dir}", caption=f"full config: {run_dir / 'config.yaml'}",
+    # cells are markup to rich: paths and values such as runs/[/x] are escaped to stay text
+    table = Table(title=escape(f"officegym train {kind}: {run_dir}"), caption=escape(f"full config: {run_dir / 'config.yaml'}"),
                   show_header=False, title_justify="left", caption_justify="left")
     table.add_column(style="bold")
     table.add_column()
     for label, text, _ in rows:
-        table.add_row(label, text)
+        table.add_row(label, escape(text))
     if extra:
         table.add_section()
         for key, value in extra:
-            table.add_row(key, _show(value))
+            table.add_row(key, escape(_show(value)))
     return table
 
 
