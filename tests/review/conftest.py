@@ -86,6 +86,14 @@ def small_world():
 
 
 @pytest.fixture(scope="session")
+def world_dir(tmp_path_factory):
+    """The small world of seed 0 written to a folder (what --world and run.json name)."""
+    from officegym.envs.workplace.generate import write_world
+
+    return write_world(generate_world(0, "small"), tmp_path_factory.mktemp("w") / "world")
+
+
+@pytest.fixture(scope="session")
 def env(small_world):
     return WorkplaceEnvironment(small_world)
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from typer.testing import CliRunner
 
-from officegym.envs.workplace.generate import generate_world, write_world
 from officegym.review.cli import review_app
 from officegym.review.store import Store
 
@@ -16,11 +14,6 @@ runner = CliRunner()
 
 def _out(res) -> str:
     return " ".join(res.output.split())  # rich wraps long lines
-
-
-@pytest.fixture(scope="module")
-def world_dir(tmp_path_factory):
-    return write_world(generate_world(0, "small"), tmp_path_factory.mktemp("w") / "world")
 
 
 def test_flag_export_import(tmp_path, review_run, world_dir):
@@ -59,5 +52,8 @@ def test_clear_errors(tmp_path):
     assert res.exit_code == 2 and "no such world folder" in _out(res)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
+    res = runner.invoke(review_app, ["import", str(bad), "--store", str(tmp_path / "s.sqlite")])
+    assert res.exit_code == 2 and "no such review store" in _out(res)  # an import needs the reviewed items
+    Store(tmp_path / "s.sqlite").close()
     res = runner.invoke(review_app, ["import", str(bad), "--store", str(tmp_path / "s.sqlite")])
     assert res.exit_code == 2 and "not valid JSON" in _out(res)

@@ -82,8 +82,11 @@ def apply_action(
     if calls is None or (isinstance(calls, str) and not calls.strip()):
         raise ActionError("a correction needs the corrected ground-truth calls")
     try:
-        parsed = parse_calls_text(calls if isinstance(calls, str) else json.dumps(calls))
-        check = check_item_correction(envs, item, parsed)
+        try:
+            text = calls if isinstance(calls, str) else json.dumps(calls)
+        except (TypeError, ValueError, RecursionError) as exc:  # e.g. an int past the digit limit
+            raise CorrectionError(f"the calls cannot be written as JSON: {str(exc)[:120]}") from None
+        check = check_item_correction(envs, item, parse_calls_text(text))
     except CorrectionError as exc:
         store.log(reviewer, "correct_refused", {"error": str(exc)}, item_id)
         raise

@@ -4,11 +4,13 @@ Pages: the queue (filters by status, reason, category; counts), an item (task, t
 by turn, state diff, reward breakdown, K-sample summary, actions), the audit log, exports. Forms
 post and redirect (post-redirect-get), so a page reload never repeats an action. A small JSON API
 under /api serves pipelines. Keyboard shortcuts are a few lines of inline script.
+
+Client input never causes a 500: bodies are bounded, numbers checked against SQLite's range, the
+API body validated by pydantic (`guard.py` has the request hygiene and the Host check).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,19 +19,36 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, ValidationError
 
 from officegym.review import views
 from officegym.review.actions import ActionError, apply_action, item_task
 from officegym.review.export import EXPORT_FILES, build_export
 from officegym.review.flag import REASONS
+from officegym.review.guard import (
+    AllowedHosts,
+    BodyTooLargeError,
+    CloseOnError,
+    HostCheck,
+    parse_int,
+    read_body,
+)
 from officegym.review.replay import CorrectionError
-from officegym.review.store import ACTIONS, REJECT_REASONS, STATUSES, Filters, ItemNotFoundError, Store
+from officegym.review.store import (
+    ACTIONS,
+    INT64_MAX,
+    REJECT_REASONS,
+    STATUSES,
+    Filters,
+    ItemNotFoundError,
+    Store,
+)
 from officegym.review.worlds import Environments
 
 TEMPLATES = Path(__file__).parent / "templates"
 REVIEWER_COOKIE = "officegym_reviewer"
-MAX_FORM_BYTES = 1 << 20
 PAGE_SIZE = 50
+MAX_PAGE = INT64_MAX // PAGE_SIZE  # the page's offset must fit SQLite's 64 bits
 DONE = {"accept": "Accepted.", "reject": "Rejected.", "skip": "Skipped.", "note": "Note saved.", "correct": "Correction saved."}
 
 
@@ -37,16 +56,29 @@ def default_reviewer() -> str:
     return os.environ.get("OFFICEGYM_REVIEWER") or os.environ.get("USER") or "reviewer"
 
 
+class DecisionIn(BaseModel):
+    """A decision posted to the JSON API (unknown keys are ignored)."""
+
+    action: str = ""
+    reviewer: str | None = None
+    reason: str | None = None
+    note: str | None = None
+    calls: str | list[Any] | dict[str, Any] | None = None  # JSON text, a list of calls, or one call
+    check_only: bool = False
+
+
 async def read_form(request: Request) -> dict[str, str]:
-    """An url-encoded form body (what the pages' forms send), as a dict of its last values."""
-    body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
-        raise ActionError("the form is too large")
+    """An url-encoded form body (what the pages' forms send), as a dict of its last values
+    (BodyTooLargeError over 1 MiB)."""
+    body = await read_body(request)
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
-def create_app(store: Store, envs: Environments | None = None, reviewer: str | None = None, title: str = "officegym review") -> FastAPI:
-    """The review app over `store`; `envs` builds the environments corrections are replayed in."""
+def create_app(store: Store, envs: Environments | None = None, reviewer: str | None = None, title: str = "officegym review",
+               allowed_hosts: AllowedHosts | None = None) -> FastAPI:
+    """The review app over `store`; `envs` builds the environments corrections are replayed in.
+    `allowed_hosts` (`AllowedHosts.for_bind(host, port)` for a server) refuses other Host
+    headers; None checks none (an app mounted behind something that does)."""
     envs = envs or Environments()
     app = FastAPI(title=title, docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json")
     templates = Jinja2Templates(directory=str(TEMPLATES))
@@ -60,9 +92,13 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
         # The UI has no login; at least refuse form posts that another site's page makes a
         # browser send (browsers add Origin to cross-site POSTs).
         origin = request.headers.get("origin")
-        if request.method == "POST" and origin and urlparse(origin).netloc != request.headers.get("host"):
+        if request.method == "POST" and origin and _netloc(origin) != request.headers.get("host"):
             return JSONResponse({"detail": "cross-origin POST refused"}, status_code=403)
         return await call_next(request)
+
+    app.add_middleware(CloseOnError)
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=allowed_hosts)  # added last: runs first
 
     @app.exception_handler(ItemNotFoundError)
     async def not_found(request: Request, exc: ItemNotFoundError) -> Response:
@@ -93,13 +129,17 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     def home() -> RedirectResponse:
         return RedirectResponse("/queue", status_code=303)
 
+    def refuse(request: Request, message: str, status: int) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": message}, status_code=status)
+        return page(request, "error.html", {"message": message}, status)
+
     @app.get("/queue", response_class=HTMLResponse)
-    def queue(request: Request) -> HTMLResponse:
+    def queue(request: Request) -> Response:
         f = filters_of(request.query_params)
-        try:
-            page_no = max(1, int(request.query_params.get("page") or 1))
-        except ValueError:
-            page_no = 1
+        page_no = max(1, parse_int(request.query_params.get("page")) or 1)  # not a number: the first page
+        if page_no > MAX_PAGE:
+            return refuse(request, f"no page {request.query_params['page'][:40]}: pages go up to {MAX_PAGE}", 400)
         items = store.list(f, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE)
         total = store.count(f)
         counts = store.counts()
@@ -150,7 +190,7 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     async def act(request: Request, item_id: int, action: str) -> Response:
         try:
             form = await read_form(request)
-        except ActionError as exc:
+        except BodyTooLargeError as exc:
             return item_page(request, item_id, 413, error=str(exc))
         if action not in ACTIONS:
             return item_page(request, item_id, 404, error=f"unknown action {action!r}")
@@ -182,7 +222,10 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
 
     @app.post("/reviewer", include_in_schema=False)
     async def set_reviewer(request: Request) -> Response:
-        form = await read_form(request)
+        try:
+            form = await read_form(request)
+        except BodyTooLargeError as exc:
+            return refuse(request, str(exc), 413)
         name = (form.get("reviewer") or "").strip()[:80]
         back = form.get("back") or "/queue"
         response = RedirectResponse(back if back.startswith("/") and not back.startswith("//") else "/queue", status_code=303)
@@ -192,10 +235,11 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
         return response
 
     @app.get("/audit", response_class=HTMLResponse)
-    def audit(request: Request) -> HTMLResponse:
+    def audit(request: Request) -> Response:
         actor = request.query_params.get("actor") or None
-        item_q = request.query_params.get("item")
-        item_id = int(item_q) if item_q and item_q.isdigit() else None
+        item_id = parse_int(request.query_params.get("item"))  # not a number: no item filter
+        if item_id is not None and not 0 <= item_id <= INT64_MAX:
+            return refuse(request, "the item filter must be an item id", 400)
         entries = store.audit(limit=500, actor=actor, item_id=item_id)
         return page(request, "audit.html", {"entries": entries, "actor": actor, "item_id": item_id})
 
@@ -218,11 +262,13 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     @app.get("/api/items")
     def api_items(request: Request) -> JSONResponse:
         f = filters_of(request.query_params)
-        try:
-            limit = min(1000, max(1, int(request.query_params.get("limit") or 100)))
-            offset = max(0, int(request.query_params.get("offset") or 0))
-        except ValueError:
+        limit = parse_int(request.query_params.get("limit") or "100")
+        offset = parse_int(request.query_params.get("offset") or "0")
+        if limit is None or offset is None:
             return JSONResponse({"detail": "limit and offset must be integers"}, status_code=422)
+        if offset > INT64_MAX:
+            return JSONResponse({"detail": f"offset must be at most {INT64_MAX}"}, status_code=422)
+        limit, offset = min(1000, max(1, limit)), max(0, offset)
         return JSONResponse({"items": store.list(f, limit, offset), "total": store.count(f)})
 
     @app.get("/api/items/{item_id}")
@@ -237,18 +283,20 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     def api_counts() -> JSONResponse:
         return JSONResponse(store.counts())
 
-    @app.post("/api/items/{item_id}/decisions")
+    @app.post("/api/items/{item_id}/decisions",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": DecisionIn.model_json_schema()}}}})
     async def api_decide(request: Request, item_id: int) -> JSONResponse:
         try:
-            body = json.loads(await request.body() or b"{}")
-        except ValueError:
-            return JSONResponse({"detail": "the body must be a JSON object"}, status_code=422)
-        if not isinstance(body, dict):
-            return JSONResponse({"detail": "the body must be a JSON object"}, status_code=422)
+            body = DecisionIn.model_validate_json(await read_body(request) or b"{}")
+        except BodyTooLargeError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=413)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_input=False, include_context=False)
+            return JSONResponse({"detail": [{**e, "loc": ["body", *e["loc"]]} for e in errors]}, status_code=422)
         try:
             store.get(item_id)
-            result = apply_action(store, envs, item_id, str(body.get("action", "")), str(body.get("reviewer") or who(request)),
-                                  body.get("reason"), body.get("note"), body.get("calls"), save=not body.get("check_only"))
+            result = apply_action(store, envs, item_id, body.action, body.reviewer or who(request),
+                                  body.reason, body.note, body.calls, save=not body.check_only)
         except ItemNotFoundError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=404)
         except CorrectionError as exc:
@@ -261,6 +309,13 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
         return JSONResponse(out)
 
     return app
+
+
+def _netloc(origin: str) -> str | None:
+    try:
+        return urlparse(origin).netloc
+    except ValueError:  # e.g. "http://[": an Origin no page of ours sends
+        return None
 
 
 def _fmt(value: Any, digits: int = 3) -> str:

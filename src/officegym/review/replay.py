@@ -177,6 +177,23 @@ class CorrectionCheck:
         }
 
 
+# Tool arguments are flat; the replay and the verifier copy and compare values recursively, so
+# deeper nesting only serves to exhaust the stack.
+MAX_CALLS_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in a JSON value (without recursing)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if d <= MAX_CALLS_DEPTH:
+                stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def parse_calls_text(text: str) -> list[ToolCall]:
     """Ground-truth calls typed by a reviewer: a JSON list of `{"name", "arguments"}` objects
     (arguments as an object or a JSON string) or WorkBench call strings."""
@@ -184,6 +201,10 @@ def parse_calls_text(text: str) -> list[ToolCall]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CorrectionError(f"the calls are not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # a number over int()'s digit limit, nesting past the stack
+        raise CorrectionError(f"the calls are not valid JSON: {str(exc)[:120]}") from None
+    if _depth(value) > MAX_CALLS_DEPTH:
+        raise CorrectionError(f"the calls are nested deeper than {MAX_CALLS_DEPTH} levels")
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):

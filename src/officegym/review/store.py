@@ -107,6 +107,73 @@ class ItemNotFoundError(KeyError):
         return f"no review item {self.args[0]!r}"
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _row_id(value: Any) -> int:
+    """An item id as SQLite stores it; a number SQLite cannot hold names no item (instead of an
+    OverflowError from the driver)."""
+    n = int(value)
+    if not -INT64_MAX - 1 <= n <= INT64_MAX:
+        raise ItemNotFoundError(value)
+    return n
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {n: {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}
+
+
+def _expected_tables(version: int) -> dict[str, set[str]]:
+    """The tables and columns of a store at `version`: its migrations, run in memory."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for migration in MIGRATIONS[:version]:
+            for statement in migration:
+                conn.execute(statement)
+        return _tables(conn)
+    finally:
+        conn.close()
+
+
+def inspect_file(path: Path, integrity: bool = False, timeout_s: float = 30.0) -> int:
+    """Check, without writing, that `path` is missing, empty or a review store this code can
+    open; returns its schema version, or raises StoreError with a one-line reason. `integrity`
+    also runs SQLite's quick_check, which reads every page (damage shows up only there)."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a review store")
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    try:
+        # Read-only: a foreign file is left exactly as it is, header and journal mode included.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout_s)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open ({exc})") from None
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = _tables(conn)
+        damage = None
+        if integrity:
+            first = conn.execute("PRAGMA quick_check(1)").fetchone()
+            damage = None if first and first[0] == "ok" else " ".join(str(first and first[0]).split())
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a usable SQLite file ({exc})") from None
+    finally:
+        conn.close()
+    if damage:
+        raise StoreError(f"{path}: damaged review store ({damage})")
+    if version == 0 and tables:
+        raise StoreError(f"{path} is an SQLite file but not a review store")
+    expected = _expected_tables(min(version, SCHEMA_VERSION))
+    missing = [t for t in expected if t not in tables]
+    missing += [f"{t}.{c}" for t in expected if t in tables for c in sorted(expected[t] - tables[t])]
+    if missing:
+        raise StoreError(f"{path} is an SQLite file but not a review store (it lacks {', '.join(missing[:3])})")
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path} has schema version {version}; this officegym knows up to {SCHEMA_VERSION} (upgrade it)")
+    return version
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -152,19 +219,28 @@ _SUMMARY_COLUMNS = (
 
 
 class Store:
-    """A review store at `path` (created and migrated on open). Safe to share between threads."""
+    """A review store at `path` (created and migrated on open). Safe to share between threads.
 
-    def __init__(self, path: str | Path, timeout_s: float = 30.0, migrate: bool = True):
+    A file that is not a review store, is damaged (with `integrity`, which reads it whole) or is
+    newer than this code raises StoreError before anything is written to it."""
+
+    def __init__(self, path: str | Path, timeout_s: float = 30.0, migrate: bool = True, integrity: bool = False):
         self.path = Path(path)
         self.timeout_s = timeout_s
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if migrate:
-            self.migrate()
-        else:
-            self._check_version()
+        # Look first: connecting switches the file to WAL, which rewrites a foreign file's header.
+        inspect_file(self.path, integrity, timeout_s)
+        try:
+            if migrate:
+                self.migrate()
+            else:
+                self._check_version()
+        except BaseException:
+            self.close()  # no -wal/-shm files left beside a file we refused
+            raise
 
     # -- connections and transactions ---------------------------------------------------------
 
@@ -289,7 +365,7 @@ class Store:
         return added, refreshed
 
     def get(self, item_id: int) -> dict[str, Any]:
-        row = self._conn().execute("SELECT * FROM items WHERE id = ?", (int(item_id),)).fetchone()
+        row = self._conn().execute("SELECT * FROM items WHERE id = ?", (_row_id(item_id),)).fetchone()
         if row is None:
             raise ItemNotFoundError(item_id)
         return _item(row)
@@ -394,8 +470,9 @@ class Store:
         if not reviewer or not reviewer.strip():
             raise ValueError("a decision needs a reviewer name")
         at = at or now()
+        item_id = _row_id(item_id)
         with self.write() as conn:
-            if conn.execute("SELECT 1 FROM items WHERE id = ?", (int(item_id),)).fetchone() is None:
+            if conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is None:
                 raise ItemNotFoundError(item_id)
             decision_id = conn.execute(
                 "INSERT INTO decisions (item_id, action, reason, note, payload, reviewer, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -413,7 +490,7 @@ class Store:
         if item_id is None:
             rows = self._conn().execute("SELECT * FROM decisions ORDER BY id").fetchall()
         else:
-            rows = self._conn().execute("SELECT * FROM decisions WHERE item_id = ? ORDER BY id", (int(item_id),)).fetchall()
+            rows = self._conn().execute("SELECT * FROM decisions WHERE item_id = ? ORDER BY id", (_row_id(item_id),)).fetchall()
         out = []
         for r in rows:
             d = dict(r)
@@ -461,7 +538,7 @@ class Store:
             args.append(actor)
         if item_id is not None:
             clauses.append("item_id = ?")
-            args.append(int(item_id))
+            args.append(_row_id(item_id))
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self._conn().execute(
             f"SELECT * FROM audit{where} ORDER BY id DESC LIMIT ? OFFSET ?", (*args, int(limit), int(offset))
