@@ -80,6 +80,9 @@ def test_bad_input_gets_a_4xx_and_changes_nothing(app_and_store):
         big = c.post("/reviewer", content="reviewer=" + "a" * (MIB + 1), headers=FORM)
         assert big.status_code == 413 and "over 1024 KiB" in big.text
         assert c.get("/queue", params={"page": "2"}).status_code == 200  # in range: still a page
+        # Not numbers (a superscript passes str.isdigit, not int()): no filter, the first page.
+        assert c.get("/audit", params={"item": "\u00b2"}).status_code == 200
+        assert c.get("/queue", params={"page": "\u00b2"}).status_code == 200
     assert store.counts()["status"]["pending"] == 4 and store.decisions() == []
 
 
@@ -123,6 +126,13 @@ def test_one_connection_survives_bad_requests_and_a_bug(app_and_store, monkeypat
             # The next request on the same connection works: the refusal left it usable.
             assert _send(conn, "GET", "/api/counts").status == 200, (method, url[:60])
             assert conn.sock is first, (method, url[:60])
+        # A chunked body declares no length: it is cut off while it streams.
+        conn.request("POST", "/reviewer", body=iter([b"reviewer=", b"a" * MIB, b"a"]),
+                     headers={**FORM, "transfer-encoding": "chunked"}, encode_chunked=True)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 413 and conn.sock is first
+        assert _send(conn, "GET", "/api/counts").status == 200
         # A bug (here: the store failing) is a 500 that says the connection closes, so the
         # client opens a new one instead of failing its next request on a dropped connection.
         monkeypatch.setattr(store, "count", lambda *a, **k: 1 / 0)

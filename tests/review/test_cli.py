@@ -55,5 +55,7 @@ def test_clear_errors(tmp_path):
     res = runner.invoke(review_app, ["import", str(bad), "--store", str(tmp_path / "s.sqlite")])
     assert res.exit_code == 2 and "no such review store" in _out(res)  # an import needs the reviewed items
     Store(tmp_path / "s.sqlite").close()
+    res = runner.invoke(review_app, ["serve", "--store", str(tmp_path / "s.sqlite"), "--allowed-hosts", "a/b"])
+    assert res.exit_code == 2 and "not a host or host:port: 'a/b'" in _out(res)
     res = runner.invoke(review_app, ["import", str(bad), "--store", str(tmp_path / "s.sqlite")])
     assert res.exit_code == 2 and "not valid JSON" in _out(res)

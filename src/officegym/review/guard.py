@@ -28,7 +28,7 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     The server discards what is left of a refused body, so the connection stays usable."""
     too_large = BodyTooLargeError(f"the request body is over {limit // 1024} KiB")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise too_large
     body = bytearray()
     async for chunk in request.stream():
