@@ -279,12 +279,21 @@ def test_health_tools_liveness_reverify_mode(tiny_app, tiny_world):
     assert health["sessions"]["live"] == 1 and health["max_sessions"] == 10_000 and len(health["write_tools"]) == 14
 
 
-def test_close_session(tiny_app):
+CLOSE = {"resources_session_id": "abc", "episode_id": {"rollout_id": "7-0", "attempt": 1}}
+
+
+def test_close_session_validates_the_body_as_nemo_gym_does(tiny_app):
     c = seeded(tiny_app)
-    r = c.post("/close_session", json={"resources_session_id": "abc", "episode_id": "e"})
-    assert r.json() == {"resources_session_id": "abc"}
-    assert c.post("/email_search_emails", json={}).status_code == 400
-    assert c.post("/close_session").json() == {}  # closing twice is fine
+    for bad, where in (({}, "resources_session_id"), ({**CLOSE, "episode_id": "e"}, "episode_id"),
+                       ({**CLOSE, "extra": 1}, "extra"), ({**CLOSE, "episode_id": {"rollout_id": "7-a2"}}, "rollout_id"),
+                       ({**CLOSE, "episode_id": {"rollout_id": ".hidden"}}, "rollout_id")):
+        r = c.post("/close_session", json=bad)
+        assert r.status_code == 422 and where in json.dumps(r.json()["detail"][0]["loc"]), bad
+    assert c.post("/close_session").status_code == 422  # no body: FastAPI's "missing"
+    assert c.post("/email_search_emails", json={}).status_code == 200  # a refused close keeps the session
+    assert c.post("/close_session", json=CLOSE).json() == {"resources_session_id": "abc"}
+    assert c.post("/email_search_emails", json={}).status_code == 400  # a valid one drops it
+    assert c.post("/close_session", json=CLOSE).status_code == 200  # closing twice is fine
 
 
 def test_aggregate_metrics(tiny_app):
@@ -325,15 +334,29 @@ class FakeClock:
         return self.t
 
 
-def test_lru_eviction_by_count(tiny_env):
+def test_a_full_store_refuses_new_sessions_with_a_retryable_503(tiny_env, tiny_tasks):
     app = create_app(tiny_env, max_sessions=3)
     clients = [seeded(app) for _ in range(3)]
-    clients[0].post("/email_search_emails", json={})  # 0 is now the most recently used
-    late = seeded(app)  # evicts 1, the least recently used
-    status = [c.post("/email_search_emails", json={}).status_code for c in (*clients, late)]
-    assert status == [200, 400, 200, 200]
+    late = TestClient(app)
+    r = late.post("/seed_session", json={})
+    assert r.status_code == 503 and r.headers["retry-after"] == "1" and "maximum of 3 live sessions" in r.json()["detail"]
+    # no live session was pushed out: every running rollout keeps its state
+    assert [c.post("/email_search_emails", json={}).status_code for c in clients] == [200, 200, 200]
+    assert late.post("/email_search_emails", json={}).status_code == 400
+    assert clients[0].post("/verify", json=verify_body(tiny_tasks[0])).status_code == 200  # frees a slot
+    assert late.post("/seed_session", json={}).status_code == 200
+    assert late.post("/email_search_emails", json={}).status_code == 200
     health = TestClient(app).get("/health").json()["sessions"]
-    assert health["live"] == 3 and health["evicted_lru"] == 1
+    assert health["live"] == 3 and health["evicted_lru"] == 0 and health["refused"] == 1
+
+
+def test_a_full_store_still_lets_idle_sessions_expire(tiny_env):
+    clock = FakeClock()
+    app = create_app(tiny_env, max_sessions=1, idle_ttl_s=60, clock=clock)
+    seeded(app)
+    assert TestClient(app).post("/seed_session", json={}).status_code == 503
+    clock.t += 61  # the first session idled past the TTL: its slot is free
+    assert TestClient(app).post("/seed_session", json={}).status_code == 200
 
 
 def test_idle_ttl_eviction(tiny_env):

@@ -9,8 +9,7 @@ Endpoints (SPEC 5.1-5.3; officegym additions marked +):
     POST /aggregate_metrics {"verify_responses": [...]} -> reward statistics per task and overall
     POST /close_session     drop the caller's session (NeMo Gym 0.7's route; + frees memory here)
     GET  /reverify_mode     "stateless": verify reads no session state
-    GET  /                  liveness
-  + GET  /health            liveness and session-store statistics
+    GET  /, /health, /healthz, /livez, /readyz   liveness (NeMo Gym's routes; /health adds statistics)
   + GET  /tools             the environment's tool schemas (Responses-API "function" shape)
   + POST /run               task row + model server -> one verified rollout (NeMo Gym's simple agent)
 
@@ -18,11 +17,14 @@ Sessions ride on a cookie exactly as in the reference: Starlette's SessionMiddle
 session dict with itsdangerous; cookie name and secret are both
 "WorkbenchResourcesServer___workplace_assistant" for the workplace environment, and every request
 gets a `session_id` (uuid4) if it has none, with the cookie re-sent on every response. The id keys a
-bounded store (LRU + idle TTL, sessions.py); NeMo Gym 0.7 also drops the session once it is verified.
+bounded store (count + idle TTL, sessions.py); NeMo Gym 0.7 also drops the session once it is verified.
+A full store refuses new sessions with 503 and Retry-After rather than evict live ones; a session
+may write at most so much (limits.py). NeMo Gym's /ng-rollout/<id>/ path prefix is stripped.
 
 Bad input never gives a 500: bodies that are not JSON, not objects or of the wrong types get the
-4xx FastAPI would give the reference (422 with the same `detail`), bodies over `max_body_bytes` get
-413, unknown tools and bad arguments get the reference's in-band "Error executing tool ..." text.
+4xx FastAPI would give the reference (422 with the same `detail`), bodies over `max_body_bytes` are
+not read (/verify scores them 0, other routes answer 413), unknown tools and bad arguments get the
+reference's in-band "Error executing tool ..." text.
 Tool calls also carry an `x-officegym-status` header (ok | rejected | error) so that a remote
 rollout records the same statuses as an in-process one.
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -48,23 +51,33 @@ from officegym.server.agent import response_output
 from officegym.server.config import (
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSION_WRITE_BYTES,
+    DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_VERIFY_CALLS,
     MAX_RUN_STEPS,
     ServerConfig,
 )
 from officegym.server.metrics import aggregate_metrics
-from officegym.server.middleware import BodyLimitMiddleware, CookieSessionMiddleware, SessionIdMiddleware
+from officegym.server.middleware import (
+    BodyLimitMiddleware,
+    CookieSessionMiddleware,
+    RolloutPrefixMiddleware,
+    SessionIdMiddleware,
+)
 from officegym.server.protocol import (
+    BODY_TOO_LARGE,
     NOT_INITIALIZED,
     REFERENCE_COOKIE,
     RESERVED_PATHS,
     SESSION_ID_KEY,
     STATUS_HEADER,
     BadRequest,
+    detail,
     dumps,
     json_response,
 )
-from officegym.server.routes import ServerState
+from officegym.server.routes import ServerState, too_large
 from officegym.server.rows import env_modes
 from officegym.server.sessions import SessionStore
 
@@ -75,6 +88,8 @@ __all__ = [
     "create_app", "dumps", "json_response", "response_output",
 ]
 
+log = logging.getLogger(__name__)
+
 
 def create_app(
     env: Environment,
@@ -82,6 +97,9 @@ def create_app(
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     *,
+    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
+    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
     cookie_name: str | None = None,
     secret_key: str | None = None,
     mode: str | None = None,
@@ -102,6 +120,8 @@ def create_app(
     """
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
+    if min(max_session_writes, max_session_write_bytes, max_verify_calls) < 1:
+        raise ValueError("max_session_writes, max_session_write_bytes and max_verify_calls must be at least 1")
     if model_api not in ("chat", "responses"):
         raise ValueError("model_api must be 'chat' or 'responses'")
     if not 1 <= max_steps <= MAX_RUN_STEPS:
@@ -115,12 +135,14 @@ def create_app(
                       else "OfficegymResourcesServer___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name))
     cookie = cookie_name or default_cookie
     config = ServerConfig(
-        max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes, cookie_name=cookie,
+        max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
+        max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
+        max_verify_calls=max_verify_calls, cookie_name=cookie,
         secret_key=secret_key or cookie, mode=mode, evidence=evidence, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, policy_options=policy_options,
         sweep_interval_s=sweep_interval_s,
     )
-    state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock))
+    state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock, when_full="refuse"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -136,36 +158,49 @@ def create_app(
 
     app = FastAPI(title="officegym resources server", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.officegym = state
-    # Added innermost first: the body limit runs before the session cookie is read.
+    # Added innermost first: the prefix goes before anything looks at the path, and the body limit
+    # runs before the session cookie is read.
     app.add_middleware(SessionIdMiddleware)
     app.add_middleware(CookieSessionMiddleware, secret_key=config.secret_key, session_cookie=config.cookie_name)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(RolloutPrefixMiddleware)
 
     # Plain Starlette routes: every handler reads and checks its own body (giving the 422 bodies
-    # FastAPI gives the reference), which spares FastAPI's per-request dependency solving.
-    for path, handler, method in (
-        ("/", state.liveness, "GET"),
-        ("/health", state.health, "GET"),
-        ("/tools", state.tools, "GET"),
-        ("/reverify_mode", state.reverify_mode, "GET"),
-        ("/seed_session", state.seed_session, "POST"),
-        ("/verify", state.verify, "POST"),
-        ("/aggregate_metrics", state.aggregate_metrics, "POST"),
-        ("/close_session", state.close_session, "POST"),
-        ("/run", state.run, "POST"),
-        ("/officegym/call", state.call_by_body, "POST"),
-        ("/{path}", state.call_tool, "POST"),  # last: fixed routes win, as in the reference
-    ):
-        app.add_route(path, _handling_bad_requests(handler), methods=[method], include_in_schema=False)
+    # FastAPI gives the reference), which spares FastAPI's per-request dependency solving. The
+    # last column: whether the handler answers a body too large to read itself (else 413).
+    routes: list[tuple[str, Callable[[Request], Any], str, bool]] = [
+        *((path, state.liveness, "GET", False) for path in ("/", "/healthz", "/livez", "/readyz")),
+        ("/health", state.health, "GET", False),
+        ("/tools", state.tools, "GET", False),
+        ("/reverify_mode", state.reverify_mode, "GET", False),
+        ("/seed_session", state.seed_session, "POST", True),
+        ("/verify", state.verify, "POST", True),
+        ("/aggregate_metrics", state.aggregate_metrics, "POST", False),
+        ("/close_session", state.close_session, "POST", False),
+        ("/run", state.run, "POST", False),
+        ("/officegym/call", state.call_by_body, "POST", False),
+        ("/{path}", state.call_tool, "POST", False),  # last: fixed routes win, as in the reference
+    ]
+    for path, handler, method, takes_oversized in routes:
+        app.add_route(path, _guarded(handler, takes_oversized), methods=[method], include_in_schema=False)
     return app
 
 
-def _handling_bad_requests(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+def _guarded(handler: Callable[[Request], Any], takes_oversized: bool) -> Callable[[Request], Any]:
+    """The handler with its BadRequest answered, a body too large to read answered 413 (unless the
+    handler takes it), and any other failure answered 500 here: an exception that left the app
+    would make uvicorn drop the client's keep-alive connection with it."""
+
     async def endpoint(request: Request) -> Response:
+        if not takes_oversized and request.scope.get(BODY_TOO_LARGE):
+            return too_large(request)
         try:
             return await handler(request)
         except BadRequest as exc:
             return exc.response
+        except Exception as exc:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return detail(f"internal error: {type(exc).__name__}", 500)
 
     endpoint.__name__ = handler.__name__
     return endpoint

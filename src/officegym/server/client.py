@@ -24,6 +24,7 @@ import asyncio
 import http.cookiejar
 import json
 import re
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ class RemoteSession:
 
     client: EnvClient
     cookies: dict[str, str] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)  # names it in NeMo Gym's /close_session body
     lost: bool = False  # the server no longer knew this session (evicted, expired, verified)
     closed: bool = False
 
@@ -95,11 +97,13 @@ class EnvClient:
         max_connections: int = 256,
         connect_retries: int = 3,
         transport: Any = None,
+        busy_wait_s: float = 60.0,
     ):
         import httpx
 
         self.base_url = base_url.rstrip("/")
         self.connect_retries = connect_retries
+        self.busy_wait_s = busy_wait_s  # how long seed_session waits out a full server (503 + Retry-After)
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections,
                               keepalive_expiry=2.0)  # well under the server's keep-alive timeout
         self._http = httpx.AsyncClient(timeout=timeout, limits=limits, transport=transport)
@@ -205,7 +209,18 @@ class EnvClient:
         """A fresh session. `row` (the task row; the reference ignores it) is sent as NeMo Gym's
         agent sends it."""
         session = RemoteSession(self)
-        response = await self._request("POST", "/seed_session", self._row_json(row).encode())
+        body = self._row_json(row).encode()
+        waited = 0.0
+        while True:
+            response = await self._request("POST", "/seed_session", body)
+            if response.status_code != 503 or waited >= self.busy_wait_s:
+                break
+            try:  # the server holds its maximum of live sessions: one frees when a rollout ends
+                pause = min(max(float(response.headers.get("retry-after", 1)), 0.05), 10.0)
+            except ValueError:
+                pause = 1.0
+            await asyncio.sleep(pause)
+            waited += pause
         self._json(response, "POST /seed_session")
         self._update_cookies(session, response)
         if not session.cookies:
@@ -279,7 +294,8 @@ class EnvClient:
                           "POST /aggregate_metrics")
 
     async def close_session(self, session: RemoteSession) -> None:
-        response = await self._request("POST", "/close_session", {}, session.cookies)
+        body = {"resources_session_id": session.id, "episode_id": {"rollout_id": session.id}}
+        response = await self._request("POST", "/close_session", body, session.cookies)
         self._json(response, "POST /close_session")
 
 

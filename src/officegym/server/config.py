@@ -9,7 +9,16 @@ from officegym.server.protocol import REFERENCE_COOKIE
 
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# NeMo Gym's own servers set no body limit, and its agent posts whole episodes to /verify (every
+# model output and tool answer of up to 32k-token contexts): tens of MiB must get through.
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+# What one session may write: a task writes a handful of rows; a runaway policy must not grow the
+# server without bound (each write keeps its arguments' text in the session's tables).
+DEFAULT_MAX_SESSION_WRITES = 256
+DEFAULT_MAX_SESSION_WRITE_BYTES = 256 * 1024
+# Calls one /verify replays: a 6-turn episode makes tens; 7,000 took 2-3 s of CPU.
+DEFAULT_MAX_VERIFY_CALLS = 1000
+DEFAULT_RETRY_AFTER_S = 1
 MAX_RUN_STEPS = 100
 
 
@@ -18,6 +27,10 @@ class ServerConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES  # successful write calls per session
+    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES  # their request bodies, summed
+    max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS  # predicted calls one /verify replays
+    retry_after_s: int = DEFAULT_RETRY_AFTER_S  # Retry-After of the 503 when the store is full
     cookie_name: str = REFERENCE_COOKIE
     secret_key: str = REFERENCE_COOKIE
     mode: str | None = None  # verification mode; None: the environment's default

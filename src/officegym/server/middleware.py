@@ -1,19 +1,41 @@
-"""ASGI middlewares: the request-body limit, the reference's session cookie and session id."""
+"""ASGI middlewares: NeMo Gym's rollout path prefix, the request-body limit, the reference's
+session cookie and session id."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from officegym.server.protocol import SESSION_ID_KEY, dumps
+from officegym.server.protocol import BODY_TOO_LARGE, SESSION_ID_KEY, dumps
+
+# NeMo Gym's agent (observability on) posts to /ng-rollout/<rollout id>/<route>; its servers strip
+# the prefix before routing. The id takes the characters NeMo Gym allows in a rollout id.
+ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[A-Za-z0-9][A-Za-z0-9._-]*(?P<rest>/.*)$")
+
+
+class RolloutPrefixMiddleware:
+    """Serves /ng-rollout/<id>/<route> as /<route>, as NeMo Gym's resources servers do."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = ROLLOUT_PREFIX.match(scope.get("path", "")) if scope["type"] == "http" else None
+        if match is not None:
+            path = match.group("rest")
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        await self.app(scope, receive, send)
 
 
 class BodyLimitMiddleware:
-    """Reads the whole request body (at most `max_bytes`) before the app sees it; a larger body is
-    answered with 413 at once, whether or not it announced its length."""
+    """Reads the whole request body (at most `max_bytes`) before the app sees it. A larger body is
+    not read on: the app gets an empty body and `scope[BODY_TOO_LARGE]`, so that each route can
+    answer in a way its caller survives (/verify scores it 0; the rest answer 413), and the
+    connection is closed after the answer, the rest of the body being unread."""
 
     def __init__(self, app: ASGIApp, max_bytes: int):
         self.app = app
@@ -31,7 +53,7 @@ class BodyLimitMiddleware:
                     await send_plain(send, 400, {"detail": "invalid Content-Length header"})
                     return
                 if length > self.max_bytes:
-                    await send_plain(send, 413, self._too_large())
+                    await self._too_large(scope, receive, send)
                     return
         chunks: list[bytes] = []
         size = 0
@@ -42,12 +64,23 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await send_plain(send, 413, self._too_large())
+                await self._too_large(scope, receive, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
+        await self._replaying(b"".join(chunks), scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self._replaying(b"", {**scope, BODY_TOO_LARGE: self.max_bytes}, receive, closing)
+
+    async def _replaying(self, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
         replayed = False
 
         async def replay() -> Message:
@@ -58,9 +91,6 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
-
-    def _too_large(self) -> dict[str, str]:
-        return {"detail": f"request body larger than {self.max_bytes} bytes"}
 
 
 async def send_plain(send: Send, status: int, content: dict[str, Any]) -> None:

@@ -9,29 +9,52 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 
 from officegym.core.protocols import Environment
 from officegym.server.agent import SimpleAgent
 from officegym.server.config import ServerConfig
+from officegym.server.limits import Seeded, WriteLimits
 from officegym.server.metrics import aggregate_metrics
 from officegym.server.protocol import (
+    BODY_TOO_LARGE,
     NOT_INITIALIZED,
+    PARSE_OFF_LOOP_BYTES,
     SESSION_ID_KEY,
     STATUS_HEADER,
     BadRequest,
+    CloseSessionRequest,
     detail,
     dumps,
     json_response,
     not_an_object,
     read_object,
     require,
+    validated,
 )
-from officegym.server.rows import check_params, resolve_mode, task_and_calls, task_from_row, verify_answer
+from officegym.server.rows import (
+    check_params,
+    oversized_answer,
+    resolve_mode,
+    scored_zero,
+    task_and_calls,
+    task_from_row,
+    verify_answer,
+)
 from officegym.server.sessions import SessionStore
+
+# Verifies replaying more calls than this, and metrics over more rows, run in a worker thread so
+# that the event loop keeps answering other clients meanwhile.
+OFF_LOOP_CALLS = 32
+OFF_LOOP_ROWS = 2000
 
 
 def session_id(request: Request) -> str:
     return request.session[SESSION_ID_KEY]
+
+
+def too_large(request: Request) -> Response:
+    return detail(f"request body larger than {request.scope[BODY_TOO_LARGE]} bytes", 413)
 
 
 class ServerState:
@@ -44,6 +67,9 @@ class ServerState:
         self.started = time.time()
         self.counts: dict[str, int] = defaultdict(int)
         self.agent = SimpleAgent(env, config, self.counts)
+        declared = getattr(env, "write_tools", None)
+        self.limits = WriteLimits(config.max_session_writes, config.max_session_write_bytes,
+                                  frozenset(declared) if declared else None)
 
     # -- liveness and introspection
 
@@ -62,6 +88,9 @@ class ServerState:
             "max_sessions": self.config.max_sessions,
             "idle_ttl_s": self.config.idle_ttl_s,
             "max_body_bytes": self.config.max_body_bytes,
+            "max_session_writes": self.config.max_session_writes,
+            "max_session_write_bytes": self.config.max_session_write_bytes,
+            "max_verify_calls": self.config.max_verify_calls,
             "requests": dict(self.counts),
             "write_tools": sorted(getattr(self.env, "write_tools", ()) or ()),
             "cookie": self.config.cookie_name,
@@ -76,12 +105,18 @@ class ServerState:
     # -- sessions
 
     async def seed_session(self, request: Request) -> Response:
-        body = await read_object(request, allow_empty=True)  # the reference validates, then ignores it
-        if getattr(self.env, "session_from_row", False):
-            session = self._session_from_row(body)
-        else:
-            session = self.env.session(None)
-        self.store.put(session_id(request), session)
+        from_row = getattr(self.env, "session_from_row", False)
+        if request.scope.get(BODY_TOO_LARGE) and from_row:
+            return too_large(request)
+        # The reference validates the body, then ignores it; one too large to read is ignored unread.
+        body = {} if request.scope.get(BODY_TOO_LARGE) else await read_object(request, allow_empty=True)
+        session = self._session_from_row(body) if from_row else self.env.session(None)
+        if not self.store.put(session_id(request), Seeded(session)):
+            self.counts["seed_refused"] += 1
+            retry = str(self.config.retry_after_s)
+            return json_response({"detail": f"the server holds its maximum of {self.config.max_sessions} live "
+                                            f"sessions; retry in {retry} s (sessions end when verified or closed, "
+                                            "or after --idle-ttl without use)"}, 503, {"retry-after": retry})
         self.counts["seed_session"] += 1
         return Response(b"{}", media_type="application/json")
 
@@ -99,11 +134,13 @@ class ServerState:
         return session
 
     async def close_session(self, request: Request) -> Response:
-        body = await read_object(request, allow_empty=True)
+        """NeMo Gym's close: the body is validated as there; the caller's session is then dropped
+        (the reference keeps it, having nothing to free; its contract lets a server release the
+        state it keys by the session cookie)."""
+        body = validated(CloseSessionRequest, await read_object(request))
         self.store.pop(session_id(request))
         self.counts["close_session"] += 1
-        rid = body.get("resources_session_id")
-        return json_response({"resources_session_id": rid} if isinstance(rid, str) else {})
+        return json_response({"resources_session_id": body.resources_session_id})
 
     async def sweep_forever(self) -> None:
         interval = max(0.5, min(self.config.sweep_interval_s, (self.config.idle_ttl_s or 60.0) / 2))
@@ -115,7 +152,7 @@ class ServerState:
 
     async def call_tool(self, request: Request) -> Response:
         arguments = await read_object(request)
-        return self._call(request, request.path_params["path"], arguments)
+        return await self._call(request, request.path_params["path"], arguments)
 
     async def call_by_body(self, request: Request) -> Response:
         """officegym's route for tool names that cannot be a URL segment (empty, "/", reserved)."""
@@ -124,14 +161,20 @@ class ServerState:
         arguments = body.get("arguments", {})
         if not isinstance(arguments, dict):
             return not_an_object(arguments)
-        return self._call(request, name, arguments)
+        return await self._call(request, name, arguments)
 
-    def _call(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
-        session = self.store.get(session_id(request))
-        if session is None:
+    async def _call(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
+        seeded = self.store.get(session_id(request))
+        if seeded is None:
             self.counts["unseeded"] += 1
             return detail(NOT_INITIALIZED, 400)
         self.counts["tool_calls"] += 1
+        size = len(await request.body())
+        refusal = self.limits.refusal(seeded, name, size)
+        if refusal is not None:
+            self.counts["writes_refused"] += 1
+            return Response(dumps({"output": refusal}), media_type="application/json", headers={STATUS_HEADER: "error"})
+        session = seeded.session
         execute = getattr(session, "execute", None)
         if execute is not None:
             result = execute(name, arguments)
@@ -142,18 +185,43 @@ class ServerState:
             status = result.status
         else:
             text, status = session.call(name, arguments), "ok"
+        self.limits.record(seeded, name, size, status)
         return Response(text, media_type="application/json", headers={STATUS_HEADER: status})
 
     # -- verify and metrics
 
     async def verify(self, request: Request) -> Response:
-        row = await read_object(request)
-        task, calls = task_and_calls(row)
-        mode = resolve_mode(self.env, self.config.mode, request.query_params.get("mode"))
+        dropped = True
         try:
-            verdict = self.env.verify(task, calls, mode)
+            return await self._verify(request)
+        except BadRequest:
+            dropped = False  # a row refused with a 4xx leaves the session be, as the reference's validation does
+            raise
         finally:
-            self.store.pop(session_id(request))  # NeMo Gym 0.7 drops the session once verified
+            if dropped:
+                self.store.pop(session_id(request))  # NeMo Gym 0.7 drops the session once verified
+
+    async def _verify(self, request: Request) -> Response:
+        if request.scope.get(BODY_TOO_LARGE):
+            self.counts["verify_too_large"] += 1
+            return json_response(oversized_answer(request.scope[BODY_TOO_LARGE]))
+        row = await read_object(request)
+        big = len(await request.body()) >= PARSE_OFF_LOOP_BYTES
+        task, calls = await run_in_threadpool(task_and_calls, row) if big else task_and_calls(row)
+        mode = resolve_mode(self.env, self.config.mode, request.query_params.get("mode"))
+        cap = self.config.max_verify_calls
+        if len(task.ground_truth) > cap:
+            raise BadRequest(detail(f"the ground truth has {len(task.ground_truth)} calls; this server replays "
+                                    f"at most {cap} (--max-verify-calls)", 422))
+        if len(calls) > cap:
+            self.counts["verify_too_many_calls"] += 1
+            reason = f"the response makes {len(calls)} function calls; this server replays at most {cap}, scored 0"
+            out = scored_zero(row, "too_many_calls", reason)
+            return json_response({**out, "officegym": {"refused": reason}} if self.config.evidence else out)
+        if big or len(calls) + len(task.ground_truth) > OFF_LOOP_CALLS:
+            verdict = await run_in_threadpool(self.env.verify, task, calls, mode)
+        else:
+            verdict = self.env.verify(task, calls, mode)
         self.counts["verify"] += 1
         out = verify_answer(row, verdict.reward)
         if self.config.evidence:
@@ -163,6 +231,8 @@ class ServerState:
     async def aggregate_metrics(self, request: Request) -> Response:
         body = await read_object(request)
         rows = require(body, "verify_responses", list, "list")
+        if len(rows) > OFF_LOOP_ROWS:
+            return json_response(await run_in_threadpool(aggregate_metrics, rows))
         return json_response(aggregate_metrics(rows))
 
     async def run(self, request: Request) -> Response:

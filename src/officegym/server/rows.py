@@ -8,13 +8,15 @@ from officegym.core.protocols import Environment
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.toolcalls import ToolCallParseError, function_calls_from_output
 from officegym.core.types import ToolCall
-from officegym.server.protocol import BadRequest, detail, require, validation_error
+from officegym.server.protocol import BadRequest, detail, nested_deeper_than, require, validation_error
 
 # Fields of the verify response: NeMo Gym 0.7's BaseVerifyResponse declares the first six; SPEC
 # 5.1 (an earlier snapshot) also lists the task fields, which officegym echoes when present.
 VERIFY_ECHO = ("responses_create_params", "response")
 VERIFY_DEFAULTS = (("mask_sample", False), ("failure_kind", None), ("failure_reason", None))
 TASK_ECHO = ("ground_truth", "id", "category", "environment_name")
+# Rows are copied and walked recursively; real ones nest about 10 levels (tool schemas).
+MAX_ROW_DEPTH = 100
 
 
 def env_modes(env: Environment) -> tuple[str, ...]:
@@ -63,8 +65,16 @@ def check_params(rcp: dict[str, Any], for_run: bool = False) -> None:
                                           "Input should be a list of tool objects", tools))
 
 
+def check_depth(row: dict[str, Any]) -> None:
+    """422 for a row nested deeper than MAX_ROW_DEPTH, before anything recurses into it."""
+    if nested_deeper_than(row, MAX_ROW_DEPTH):
+        raise BadRequest(validation_error("too_deep", ["body"], f"Input should nest at most {MAX_ROW_DEPTH} levels "
+                                          "of objects and arrays (tool-call arguments are JSON strings)", None))
+
+
 def task_and_calls(row: dict[str, Any]) -> tuple[Task, list[ToolCall]]:
     """The task a verify row names and the calls its `response.output` holds; 422 when it cannot be verified."""
+    check_depth(row)
     check_params(require(row, "responses_create_params", dict, "dictionary"))
     response = require(row, "response", dict, "dictionary")
     output = response.get("output", [])
@@ -87,7 +97,26 @@ def task_and_calls(row: dict[str, Any]) -> tuple[Task, list[ToolCall]]:
 
 def task_from_row(row: dict[str, Any]) -> Task:
     """Task.from_row, with 422 for a row it refuses."""
+    check_depth(row)
     try:
         return Task.from_row(row)
     except TaskFormatError as exc:
         raise BadRequest(detail(str(exc), 422)) from None
+
+
+def scored_zero(row: dict[str, Any], kind: str, reason: str) -> dict[str, Any]:
+    """A verify answer with reward 0 for a rollout the server would not replay (NeMo Gym's agent
+    survives a scored answer; a 4xx or 5xx from /verify aborts its whole collection)."""
+    out = verify_answer(row, 0.0)
+    out.update(failure_kind=f"officegym:{kind}", failure_reason=reason)
+    return out
+
+
+def oversized_answer(limit: int) -> dict[str, Any]:
+    """The scored answer to a /verify body over the limit: the body was not read, so the echo is a
+    minimal request and Responses-API object (what NeMo Gym's agent validates the answer with)."""
+    row = {"responses_create_params": {"input": []},
+           "response": {"id": "officegym-body-too-large", "object": "response", "created_at": 0, "model": "",
+                        "output": [], "parallel_tool_calls": False, "tool_choice": "auto", "tools": []}}
+    return scored_zero(row, "request_too_large", f"request body larger than {limit} bytes: not read, scored 0 "
+                                                 "(the server's --max-body-bytes)")

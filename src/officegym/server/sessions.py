@@ -1,10 +1,12 @@
 """Bounded session store: at most `max_sessions` live sessions, each dropped after `idle_ttl_s`
-seconds without use; the least recently used one goes first when the store is full.
+seconds without use. When the store is full of live sessions, a new one either pushes out the
+least recently used (`when_full="evict"`) or is refused (`"refuse"`, what the server does: an
+evicted session would make a running rollout see "Session not initialized" with no warning, while
+a refused seed gets a retryable 503).
 
 NeMo Gym's reference keeps every seeded session until the process exits (0.5-1 MB each, SPEC 7),
 so a long training run grows without bound. Here a session costs a few hundred bytes until it
-writes, and the store forgets the oldest ones. A forgotten session answers like one that was never
-seeded (the reference's 400 "Session not initialized"), which the agent sees as a tool error.
+writes (its written tables' row lists are copied then), and idle ones expire.
 
 The store is an OrderedDict kept in least-recently-used order behind one lock, so it is safe to
 use from the event loop and from worker threads alike. Because entries are ordered by last use,
@@ -32,6 +34,7 @@ class StoreStats:
     closed: int = 0  # removed on purpose (verify, close_session)
     evicted_lru: int = 0  # pushed out because the store was full
     expired: int = 0  # idle for longer than the TTL
+    refused: int = 0  # new sessions turned away because the store was full of live ones
     misses: int = 0  # lookups of an unknown, closed, evicted or expired session
 
     def to_dict(self) -> dict[str, int]:
@@ -39,9 +42,10 @@ class StoreStats:
 
 
 class SessionStore(Generic[S]):
-    """session id -> session, bounded by count (LRU) and idle time (TTL).
+    """session id -> session, bounded by count and idle time (TTL).
 
-    `idle_ttl_s=None` disables the TTL; `clock` is injectable for tests (monotonic seconds).
+    `idle_ttl_s=None` disables the TTL; `when_full` is "evict" (LRU) or "refuse"; `clock` is
+    injectable for tests (monotonic seconds).
     """
 
     def __init__(
@@ -49,30 +53,39 @@ class SessionStore(Generic[S]):
         max_sessions: int = 10_000,
         idle_ttl_s: float | None = 3600.0,
         clock: Callable[[], float] = time.monotonic,
+        when_full: str = "evict",
     ):
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
         if idle_ttl_s is not None and idle_ttl_s <= 0:
             raise ValueError("idle_ttl_s must be positive (or None for no TTL)")
+        if when_full not in ("evict", "refuse"):
+            raise ValueError("when_full must be 'evict' or 'refuse'")
         self.max_sessions = max_sessions
         self.idle_ttl_s = idle_ttl_s
+        self.when_full = when_full
         self._clock = clock
         self._items: OrderedDict[str, tuple[S, float]] = OrderedDict()  # id -> (session, last use)
         self._lock = threading.Lock()
         self._stats = StoreStats()
 
-    def put(self, key: str, session: S) -> None:
-        """Store `session` under `key` (replacing any session there) as the most recently used."""
+    def put(self, key: str, session: S) -> bool:
+        """Store `session` under `key` (replacing any session there) as the most recently used.
+        False when the store is full of live sessions and refuses new ones (`when_full="refuse"`)."""
         now = self._clock()
         with self._lock:
             self._drop_expired(now)
             if key in self._items:
                 del self._items[key]
+            elif self.when_full == "refuse" and len(self._items) >= self.max_sessions:
+                self._stats.refused += 1
+                return False
             self._items[key] = (session, now)
             self._stats.created += 1
             while len(self._items) > self.max_sessions:
                 self._items.popitem(last=False)
                 self._stats.evicted_lru += 1
+            return True
 
     def get(self, key: str) -> S | None:
         """The live session under `key` (and mark it used), or None."""
