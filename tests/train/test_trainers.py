@@ -314,3 +314,14 @@ def test_validation_episodes_take_their_own_limits(make_cfg, tmp_path):
     cfg = make_cfg("grpo", tmp_path, "rollout.max_steps=3", "validation.max_steps=4", "validation.max_new_tokens_per_turn=96")
     val, train = loop_config(cfg, 0.0, validation=True), loop_config(cfg, 0.7)
     assert (val.max_steps, val.params.max_new_tokens, train.max_steps) == (4, 96, 3)
+
+
+def test_a_partial_sft_section_keeps_sfts_own_defaults_for_the_other_keys(tmp_path):
+    from officegym.train.config import SFTRunConfig, build_config
+
+    cfg = build_config(SFTRunConfig, {"out_dir": str(tmp_path), "checkpoint": {"every": 12, "keep_top_k": 1},
+                                      "validation": {"every": 0}, "optim": {"lr": 5e-4}})
+    assert (cfg.checkpoint.every, cfg.checkpoint.metric, cfg.checkpoint.higher_is_better) == (12, "val/loss", False)
+    assert (cfg.validation.every, cfg.validation.accuracy) == (0, False)
+    assert (cfg.optim.lr, cfg.optim.min_lr) == (5e-4, 2e-6)
+    assert build_config(SFTRunConfig, {"out_dir": str(tmp_path)}).checkpoint.metric == "val/loss"

@@ -385,11 +385,31 @@ class GRPORunConfig(RunConfig):
         return self
 
 
+# SFT's own defaults for sections it shares with GRPO; a config that sets some keys of a section
+# keeps these for the others (a partial section used to fall back to GRPO's defaults entirely)
+_SFT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "optim": {"lr": 2e-5, "min_lr": 2e-6},
+    "checkpoint": {"every": 50, "metric": "val/loss", "higher_is_better": False},
+    "validation": {"every": 50, "accuracy": False},
+}
+
+
 class SFTRunConfig(RunConfig):
     sft: SFTSection = Field(default_factory=SFTSection)
-    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=2e-5, min_lr=2e-6))
-    checkpoint: CheckpointConfig = Field(default_factory=lambda: CheckpointConfig(every=50, metric="val/loss", higher_is_better=False))
-    validation: ValidationConfig = Field(default_factory=lambda: ValidationConfig(every=50, accuracy=False))
+    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(**_SFT_DEFAULTS["optim"]))
+    checkpoint: CheckpointConfig = Field(default_factory=lambda: CheckpointConfig(**_SFT_DEFAULTS["checkpoint"]))
+    validation: ValidationConfig = Field(default_factory=lambda: ValidationConfig(**_SFT_DEFAULTS["validation"]))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sft_section_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key, defaults in _SFT_DEFAULTS.items():
+            if isinstance(out.get(key), dict):
+                out[key] = {**defaults, **out[key]}
+        return out
 
     @field_validator("backend")
     @classmethod
