@@ -5,7 +5,7 @@
 An override is `dotted.key=value`; the value is read as YAML (`8`, `true`, `[a, b]`, `null`,
 `{shaped: 0.5}`), never evaluated as code. Unknown keys are errors that name the key and list the
 known ones, so a typo cannot silently fall back to a default. `save_config` writes the resolved
-config (every default filled in) atomically as YAML; `config_table` prints it.
+config (every default filled in) atomically as YAML.
 
 The helpers are generic over any pydantic model so that other commands (the pipeline) can reuse
 them; the trainer models follow.
@@ -168,25 +168,6 @@ def config_changes(saved: dict[str, Any], new: dict[str, Any], defaults: dict[st
         elif key not in base or base[key] != value:
             out[key] = (NOT_SET, value)
     return out
-
-
-def config_table(cfg: BaseModel, title: str = "config") -> Any:
-    """A rich Table of every resolved key (dotted) and value."""
-    from rich.table import Table
-
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("key")
-    table.add_column("value")
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            table.add_row(prefix, repr(value) if isinstance(value, str) else str(value))
-
-    walk("", config_dict(cfg))
-    return table
 
 
 # ---------------------------------------------------------------------------------------------------
