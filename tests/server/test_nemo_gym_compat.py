@@ -1,0 +1,144 @@
+"""Where NeMo Gym's servers and agent expect something of a resources server: the rollout path
+prefix, the liveness routes, and /aggregate_metrics computed as its RewardProfiler computes it."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from fastapi.testclient import TestClient
+
+from officegym.server.metrics import aggregate_metrics
+
+
+def verify_body(task) -> dict:
+    row = task.to_row()
+    row["response"] = {"output": [dict(c.to_function_call(), call_id=f"c{i}") for i, c in enumerate(task.ground_truth)]}
+    return row
+
+
+# -- C: /ng-rollout/<id>/... ---------------------------------------------------------------------------
+
+
+def test_rollout_prefixed_routes_are_served_as_the_bare_ones(tiny_app, tiny_tasks):
+    c = TestClient(tiny_app)
+    prefix = "/ng-rollout/12-3.a_b"
+    assert c.post(f"{prefix}/seed_session", json={}).status_code == 200
+    r = c.post(f"{prefix}/company_directory_find_email_address", json={"name": "bo"})
+    assert r.status_code == 200 and r.json() == {"output": ["bo.kim@acme.com"]}
+    assert c.post("/company_directory_find_email_address", json={"name": "bo"}).status_code == 200  # same session
+    out = c.post(f"{prefix}/verify", json=verify_body(tiny_tasks[4]))
+    assert out.status_code == 200 and out.json()["reward"] == 1.0
+    assert c.post(f"{prefix}/aggregate_metrics", json={"verify_responses": [{"reward": 1.0}]}).status_code == 200
+    assert c.get(f"{prefix}/reverify_mode").json() == "stateless"
+    assert c.post(f"{prefix}/verify?mode=nemo_gym", json=verify_body(tiny_tasks[4])).json()["reward"] == 1.0
+
+
+def test_only_well_formed_rollout_prefixes_are_stripped(tiny_app):
+    c = TestClient(tiny_app)
+    c.post("/seed_session", json={})
+    for path in ("/ng-rollout/.hidden/seed_session", "/ng-rollout//seed_session", "/ng-rollout/a b/seed_session"):
+        assert c.post(path, json={}).status_code in (404, 405), path
+    assert c.get("/ng-rollout/abc").status_code in (404, 405)  # no route after the id
+
+
+# -- F: liveness routes --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/", "/health", "/healthz", "/livez", "/readyz"])
+def test_liveness_routes_answer_get_as_nemo_gym_servers_do(tiny_app, path):
+    r = TestClient(tiny_app).get(path)
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+
+
+# -- E: /aggregate_metrics as NeMo Gym's RewardProfiler ----------------------------------------------------
+
+
+def test_std_is_the_sample_standard_deviation(tiny_app):
+    rows = [{"_ng_task_index": 0, "reward": 1.0}, {"_ng_task_index": 0, "reward": 0.0}, {"_ng_task_index": 1, "reward": 1.0}]
+    out = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows}).json()
+    assert out["group_level_metrics"][0]["std/reward"] == pytest.approx(math.sqrt(0.5))  # pandas' std, ddof=1
+    assert out["group_level_metrics"][1]["std/reward"] == 0.0  # one rollout: 0, as RewardProfiler fills it
+    assert out["agent_metrics"]["std/reward"] == pytest.approx(math.sqrt(1 / 3))
+
+
+def test_masked_rows_are_left_out(tiny_app):
+    rows = [{"_ng_task_index": 0, "reward": 1.0}, {"_ng_task_index": 0, "reward": 0.0, "mask_sample": True},
+            {"_ng_task_index": 1, "reward": 0.0, "mask_sample": True}]
+    out = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows}).json()
+    agent = out["agent_metrics"]
+    assert agent["num_rollouts"] == 1 and agent["num_masked"] == 2 and agent["num_tasks"] == 1
+    assert agent["mean/reward"] == 1.0 and agent["pass@1"] == 1.0
+    assert [g["_ng_task_index"] for g in out["group_level_metrics"]] == [0]
+    assert "mean/mask_sample" not in agent
+    assert aggregate_metrics([{"reward": 0.0, "mask_sample": True}])["agent_metrics"] == {
+        "num_tasks": 0, "num_rollouts": 0, "num_masked": 1}
+
+
+def test_token_usage_and_numeric_fields_are_described_and_key_metrics_hold_every_mean(tiny_app):
+    rows = [{"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": 1.0, "verify_s": 0.5,
+             "response": {"usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110,
+                                    "input_tokens_details": {"cached_tokens": 0}}}},
+            {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 0.0, "verify_s": 1.5,
+             "response": {"usage": {"input_tokens": 300, "output_tokens": 30, "total_tokens": 330}}}]
+    out = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows}).json()
+    agent = out["agent_metrics"]
+    assert agent["mean/input_tokens"] == 200 and agent["max/output_tokens"] == 30 and agent["median/total_tokens"] == 220
+    assert agent["std/input_tokens"] == pytest.approx(math.sqrt(2 * 100**2))
+    assert agent["mean/verify_s"] == 1.0
+    assert not any(k.endswith(("_ng_task_index", "_ng_rollout_index", "cached_tokens", "input_tokens_details"))
+                   for k in agent)
+    assert [g["_ng_task_index"] for g in out["group_level_metrics"]] == [0, 1]  # sorted, as pandas' groupby
+    assert out["key_metrics"] == {"mean/reward": 0.5, "mean/verify_s": 1.0, "mean/input_tokens": 200,
+                                  "mean/output_tokens": 20, "mean/total_tokens": 220, "pass@1": 0.5}
+
+
+def _reward_profiler(rows: list[dict]) -> tuple[list[dict], dict]:
+    """NeMo Gym's RewardProfiler statistics computed with pandas as it computes them (numeric fields
+    of each row joined by its response usage, booleans as 0/1, grouped by _ng_task_index; std with
+    pandas' default ddof=1, filled with 0 where every std of a group is NaN; NaN entries dropped)."""
+    pd = pytest.importorskip("pandas")
+    records = []
+    for row in rows:
+        merged = row | ((row.get("response") or {}).get("usage") or {})
+        records.append({k: int(v) if isinstance(v, bool) else v for k, v in merged.items()
+                        if isinstance(v, (bool, int, float)) and k != "mask_sample"})
+    df = pd.DataFrame.from_records(records)
+
+    def describe(frame) -> dict:
+        std = frame.std()
+        if std.isna().all():
+            full = frame.columns[frame.notna().all()]
+            std[full] = std[full].fillna(0)
+        stats = {"mean": frame.mean(), "max": frame.max(), "min": frame.min(), "median": frame.median(), "std": std}
+        return {f"{name}/{col}": float(v) for name, series in stats.items() for col, v in series.items() if pd.notna(v)}
+
+    groups = [describe(g.drop(columns=["_ng_task_index", "_ng_rollout_index"])) for _, g in df.groupby("_ng_task_index")]
+    return groups, describe(df.drop(columns=["_ng_task_index", "_ng_rollout_index"]))
+
+
+def test_statistics_equal_reward_profilers_on_random_rollouts():
+    rng = random.Random(7)
+    for _ in range(60):
+        rows = []
+        for task in rng.sample(range(10), rng.randint(1, 4)):
+            for rollout in range(rng.randint(1, 4)):
+                row = {"_ng_task_index": task, "_ng_rollout_index": rollout,
+                       "reward": rng.choice([0.0, 1.0, 0.5, rng.random()])}
+                if rng.random() < 0.5:
+                    row["n_calls"] = rng.randint(0, 9)  # present in some rows only
+                if rng.random() < 0.5:
+                    row["flag"] = rng.random() < 0.5
+                if rng.random() < 0.7:
+                    row["response"] = {"usage": {"input_tokens": rng.randint(1, 999), "output_tokens": rng.randint(1, 99)}}
+                rows.append(row)
+        ours = aggregate_metrics(rows)
+        groups, agent = _reward_profiler(rows)
+        for mine, theirs in zip(ours["group_level_metrics"], groups, strict=True):
+            described = {k: v for k, v in mine.items() if "/" in k}
+            assert described.keys() == theirs.keys()
+            assert all(math.isclose(described[k], theirs[k], rel_tol=1e-12, abs_tol=1e-12) for k in theirs)
+        described = {k: v for k, v in ours["agent_metrics"].items() if "/" in k}
+        assert described.keys() == agent.keys()
+        assert all(math.isclose(described[k], agent[k], rel_tol=1e-12, abs_tol=1e-12) for k in agent)
