@@ -265,3 +265,15 @@ def test_other_routes_over_the_limit_get_413_and_seeding_ignores_the_unread_body
     assert r.status_code == 413 and "4096" in r.json()["detail"] and r.headers["connection"] == "close"
     assert c.post("/email_search_emails", json={"query": "Update"}).status_code == 200  # the seeded session lives
     assert c.post("/aggregate_metrics", json={"verify_responses": [{"reward": 1}] * 400}).status_code == 413
+
+
+def test_serve_passes_the_limits_and_refuses_bad_ones(tiny_world):
+    from officegym.server.serve import ServeError, make_app
+
+    app = make_app(world=tiny_world, max_session_writes=5, max_session_write_bytes=6000, max_verify_calls=7)
+    health = TestClient(app).get("/health").json()
+    assert (health["max_session_writes"], health["max_session_write_bytes"], health["max_verify_calls"]) == (5, 6000, 7)
+    assert health["max_body_bytes"] == 64 * 1024 * 1024
+    for bad in ({"max_session_writes": 0}, {"max_session_write_bytes": 0}, {"max_verify_calls": 0}):
+        with pytest.raises(ServeError):
+            make_app(world=tiny_world, **bad)

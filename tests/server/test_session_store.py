@@ -98,3 +98,18 @@ def test_measure_session_memory(tiny_world):
                                exercise=lambda s: s.call("email_delete_email", {"email_id": "00000001"}))
     assert 0 < m.bytes_fresh < m.bytes_exercised < 50_000
     assert m.to_dict()["sessions"] == 100
+
+
+def test_refuse_mode_turns_new_sessions_away_instead_of_evicting():
+    clock = Clock()
+    store = SessionStore(max_sessions=2, idle_ttl_s=10, clock=clock, when_full="refuse")
+    assert store.put("a", 1) and store.put("b", 2)
+    clock.t = 5
+    assert store.put("c", 3) is False and "c" not in store  # full of live sessions: refused
+    assert store.put("a", 4) and store.get("a") == 4  # re-seeding an existing session needs no slot
+    clock.t = 12  # b (last used at 0) idled past the TTL; a (at 5) did not
+    assert store.put("c", 3) and "b" not in store and store.get("a") == 4  # an expired session's slot is free
+    s = store.stats()
+    assert s.refused == 1 and s.evicted_lru == 0 and s.expired == 1
+    with pytest.raises(ValueError):
+        SessionStore(when_full="drop")

@@ -14,7 +14,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from officegym.server.app import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS
+from officegym.server.config import (
+    DEFAULT_IDLE_TTL_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSION_WRITE_BYTES,
+    DEFAULT_MAX_SESSION_WRITES,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_VERIFY_CALLS,
+)
 
 
 class ServeError(ValueError):
@@ -70,6 +77,9 @@ def run_server(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
+    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
     secret_key: str | None = None,
     cookie_name: str | None = None,
     max_steps: int = 6,
@@ -85,8 +95,9 @@ def run_server(
 
     app = make_app(
         env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
-        secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps, model_server_url=model_server_url,
-        model=model, model_api=model_api, evidence=evidence,
+        max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
+        max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
+        model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
     )
     # Keep-alive longer than clients keep idle connections (EnvClient: 2 s), so that a request
     # never races the server closing its connection.
@@ -105,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS)
     p.add_argument("--idle-ttl", type=float, default=DEFAULT_IDLE_TTL_S, help="seconds; 0 disables")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    p.add_argument("--max-session-writes", type=int, default=DEFAULT_MAX_SESSION_WRITES,
+                   help="successful write calls one session may make")
+    p.add_argument("--max-session-write-bytes", type=int, default=DEFAULT_MAX_SESSION_WRITE_BYTES,
+                   help="bytes of write-call bodies one session may send")
+    p.add_argument("--max-verify-calls", type=int, default=DEFAULT_MAX_VERIFY_CALLS,
+                   help="predicted calls one /verify replays (more: scored 0)")
     p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
     p.add_argument("--log-level", default="warning")
     a = p.parse_args(argv)
@@ -114,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--world is required for the workplace environment")
     try:
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
-                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, secret_key=a.secret,
+                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes,
+                   max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,
+                   max_verify_calls=a.max_verify_calls, secret_key=a.secret,
                    log_level=a.log_level)
     except ServeError as exc:
         p.error(str(exc))
