@@ -155,11 +155,11 @@ def test_a_session_writes_at_most_so_many_calls_and_bytes(tiny_env, tiny_tasks):
 
 def test_the_default_write_budget_stops_a_runaway_session(tiny_env):
     c = seeded(create_app(tiny_env))
-    statuses = [c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 100_000}).headers[STATUS_HEADER]
+    statuses = [c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 30_000}).headers[STATUS_HEADER]
                 for _ in range(4)]
-    assert statuses == ["ok", "ok", "error", "error"]  # 256 KiB of written arguments per session
+    assert statuses == ["ok", "ok", "error", "error"]  # 64 KiB of written arguments per session
     health = TestClient(c.app).get("/health").json()
-    assert health["max_session_writes"] == 256 and health["max_session_write_bytes"] == 256 * 1024
+    assert health["max_session_writes"] == 128 and health["max_session_write_bytes"] == 64 * 1024
 
 
 def test_verify_replays_at_most_max_verify_calls(tiny_env, tiny_tasks):

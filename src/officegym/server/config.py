@@ -14,8 +14,8 @@ DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 # What one session may write: a task writes a handful of rows; a runaway policy must not grow the
 # server without bound (each write keeps its arguments' text in the session's tables).
-DEFAULT_MAX_SESSION_WRITES = 256
-DEFAULT_MAX_SESSION_WRITE_BYTES = 256 * 1024
+DEFAULT_MAX_SESSION_WRITES = 128
+DEFAULT_MAX_SESSION_WRITE_BYTES = 64 * 1024
 # Calls one /verify replays: a 6-turn episode makes tens; 7,000 took 2-3 s of CPU.
 DEFAULT_MAX_VERIFY_CALLS = 1000
 DEFAULT_RETRY_AFTER_S = 1
