@@ -6,8 +6,8 @@ Endpoints (SPEC 5.1-5.3; officegym additions marked +):
                             the session's task for environments with `session_from_row`) -> {}
     POST /{tool_name}       the tool's JSON arguments -> 200 with the tool's body, {"output": ...}
     POST /verify            task row + `response` -> the reference's echo + `reward` (+ `officegym` evidence)
-    POST /aggregate_metrics {"verify_responses": [...]} -> reward statistics per task and overall
-    POST /close_session     drop the caller's session (NeMo Gym 0.7's route; + frees memory here)
+    POST /aggregate_metrics {"verify_responses": [...]} -> RewardProfiler's statistics per task and overall
+    POST /close_session     NeMo Gym's body, validated -> drops the caller's session (+ frees memory here)
     GET  /reverify_mode     "stateless": verify reads no session state
     GET  /, /health, /healthz, /livez, /readyz   liveness (NeMo Gym's routes; /health adds statistics)
   + GET  /tools             the environment's tool schemas (Responses-API "function" shape)
@@ -30,7 +30,7 @@ rollout records the same statuses as an in-process one.
 
 Modules: protocol.py (constants, JSON in and out, 4xx bodies), middleware.py, routes.py (the
 handlers), rows.py (task rows and verify answers), agent.py (/run), metrics.py
-(/aggregate_metrics), config.py, sessions.py; this one wires them into an app.
+(/aggregate_metrics), limits.py (write budget), config.py, sessions.py; this one wires them.
 """
 
 from __future__ import annotations
