@@ -623,9 +623,12 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; the least recently used goes first.")] = 10_000,
-    idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until evicted).")] = 3600.0,
-    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger request bodies get 413.")] = 4 * 1024 * 1024,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap a new session gets 503 with Retry-After.")] = 10_000,
+    idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until closed).")] = 3600.0,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger bodies: /verify scores 0, other routes get 413.")] = 64 * 1024 * 1024,
+    max_session_writes: Annotated[int, typer.Option("--max-session-writes", min=1, help="Successful write calls per session; later ones fail as tool errors.")] = 128,
+    max_session_write_bytes: Annotated[int, typer.Option("--max-session-write-bytes", min=1024, help="Bytes of write-call arguments per session.")] = 64 * 1024,
+    max_verify_calls: Annotated[int, typer.Option("--max-verify-calls", min=1, help="Predicted calls one /verify scores; more score 0.")] = 1000,
     secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one).")] = None,
     model_base_url: Annotated[str | None, typer.Option("--model-base-url", help="Default OpenAI-compatible server for POST /run, e.g. http://127.0.0.1:9000/v1")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Default model name for POST /run.")] = None,
@@ -650,7 +653,9 @@ def serve(
     console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
-                   max_body_bytes=max_body_bytes, secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
+                   max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,
+                   max_session_write_bytes=max_session_write_bytes, max_verify_calls=max_verify_calls,
+                   secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
                    model=model, model_api=model_api, log_level=log_level)
     except ServeError as exc:
         _fail(str(exc))

@@ -46,3 +46,23 @@ def test_serve_starts_answers_and_stops(reference_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_serve_passes_the_servers_own_limits_and_the_new_ones(tmp_path, monkeypatch):
+    from officegym.envs.workplace.generate import generate_world, write_world
+    from officegym.server import config, serve
+
+    tiny_world_dir = tmp_path / "world"
+    write_world(generate_world(3, "small"), tiny_world_dir)
+
+    seen = {}
+    monkeypatch.setattr(serve, "run_server", lambda *a, **kw: seen.update(kw))
+    result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir)])
+    assert result.exit_code == 0, result.output
+    assert seen["max_body_bytes"] == config.DEFAULT_MAX_BODY_BYTES
+    assert seen["max_session_writes"] == config.DEFAULT_MAX_SESSION_WRITES
+    assert seen["max_session_write_bytes"] == config.DEFAULT_MAX_SESSION_WRITE_BYTES
+    assert seen["max_verify_calls"] == config.DEFAULT_MAX_VERIFY_CALLS
+    result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir), "--max-session-writes", "5",
+                                      "--max-verify-calls", "9"])
+    assert (seen["max_session_writes"], seen["max_verify_calls"]) == (5, 9)
