@@ -3,9 +3,9 @@
 Starts `python -m officegym.server.serve` in a subprocess, then for each concurrency level runs two
 phases of `--duration` seconds each, with that many clients (one keep-alive connection each):
 
-* episodes: seed_session (a new session each time, never closed: they pile up until the store's
-  LRU bound evicts them), then six tool calls (e-mail search, directory, event by id, a CRM write,
-  task search, an analytics count), again and again; seed and tool latencies recorded apart;
+* episodes: seed_session (a new session each time), then six tool calls (e-mail search, directory,
+  event by id, a CRM write, task search, an analytics count), then close_session (the server answers
+  503 to new sessions at its cap), again and again; seed, tool and close latencies recorded apart;
 * verify:   POST /verify of a task row whose response holds its ground-truth calls (reward must be 1).
 
 Reports throughput, p50/p99 latency and errors (a non-200 answer or an unexpected body) per level
@@ -97,6 +97,7 @@ async def episodes(port: int, deadline: float, rec: Record) -> None:
     conn = Connection(port)
     await conn.open()
     bodies = [(f"/{n}", json.dumps(a).encode()) for n, a in TOOL_CYCLE]
+    episode = 0
     try:
         while time.perf_counter() < deadline:
             conn.cookie = None  # a new episode is a new session, as for NeMo Gym's agent: they pile up
@@ -108,6 +109,12 @@ async def episodes(port: int, deadline: float, rec: Record) -> None:
                 status, data = await conn.post(path, body)
                 ok = status == 200 and data.startswith(b'{"output":') and b"Error executing" not in data
                 rec.add("tool call", time.perf_counter() - t0, ok, f"{path} {status} {data[:200]!r}")
+            episode += 1
+            rollout = f"load{id(conn)}x{episode}"
+            close = json.dumps({"resources_session_id": rollout, "episode_id": {"rollout_id": rollout}}).encode()
+            t0 = time.perf_counter()
+            status, data = await conn.post("/close_session", close)
+            rec.add("close_session", time.perf_counter() - t0, status == 200, f"{status} {data[:200]!r}")
     finally:
         conn.close()
 
