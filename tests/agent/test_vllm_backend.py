@@ -129,7 +129,7 @@ def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):
 def test_vllm_load_notices_are_filtered_once_and_nothing_else():
     import logging
 
-    from officegym.agent.vllm_engine import _QuietReload, _quiet_loading
+    from officegym.agent.vllm_engine import _quiet_loading, _QuietReload
 
     _quiet_loading()
     _quiet_loading()
