@@ -21,7 +21,7 @@ class _Job:
     completed: float = 0
     fields: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
-    last_line: float = 0.0
+    last_line: float | None = None  # None: no line yet (perf_counter's zero is arbitrary, e.g. boot)
 
 
 class LineProgress:
@@ -58,7 +58,7 @@ class LineProgress:
         job.fields.update(fields)
         now = time.perf_counter()
         finished = job.total is not None and job.completed >= job.total
-        if finished or now - job.last_line >= self.every:
+        if finished or job.last_line is None or now - job.last_line >= self.every:
             job.last_line = now
             self._line(job, now)
 
