@@ -1,0 +1,1 @@
+"""External benchmarks run through their own data and checkers (`officegym bench ...`)."""
