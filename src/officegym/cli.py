@@ -91,10 +91,12 @@ app.add_typer(generate_app, name="generate")
 
 
 def _mount_subcommands() -> None:
+    from officegym.bench.cli import bench_app
     from officegym.review.cli import review_app
     from officegym.train.cli import plot_command, train_app
 
     app.add_typer(review_app, name="review")
+    app.add_typer(bench_app, name="bench")
     app.add_typer(train_app, name="train")
     app.command("plot")(plot_command)
 
