@@ -145,3 +145,6 @@ def test_vllm_load_notices_are_filtered_once_and_nothing_else():
     assert not _QuietReload().filter(record("RotaryEmbedding: Failed to load weights"))
     assert _QuietReload().filter(record("Attempted to load weight %s with dtype %s into parameter with dtype %s",
                                         "w", "torch.float32", "torch.float16"))
+    skipped = "CPU backend doesn't allow to use `torch.set_num_threads` after the thread binding, skip it."
+    assert not _QuietReload().filter(record(skipped))
+    assert any(isinstance(f, _QuietReload) for f in logging.getLogger("vllm.v1.worker.cpu_worker").filters)

@@ -144,11 +144,14 @@ def _engine_dtype(llm: Any) -> Any:
 
 
 class _QuietReload(logging.Filter):
-    """Drops two notices vLLM prints per layer on every load: rotary embeddings keeping their tables
-    (they have no weights in a checkpoint), and float32 checkpoint weights narrowed to the bfloat16
-    the engine was asked to run in (what `dtype` means)."""
+    """Drops notices that say nothing to act on: two vLLM prints per layer on every load (rotary
+    embeddings keeping their tables, which have no weights in a checkpoint; float32 checkpoint
+    weights narrowed to the bfloat16 the engine was asked to run in, which is what `dtype` means),
+    and the CPU worker's "doesn't allow torch.set_num_threads" during start-up (`start` puts the
+    original function back, so the trainer's thread settings do apply)."""
 
-    NOTICES = ("RotaryEmbedding: Failed to load weights", "into parameter with dtype torch.bfloat16")
+    NOTICES = ("RotaryEmbedding: Failed to load weights", "into parameter with dtype torch.bfloat16",
+               "doesn't allow to use `torch.set_num_threads`")
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -156,7 +159,8 @@ class _QuietReload(logging.Filter):
 
 
 def _quiet_loading() -> None:
-    for name in ("vllm.model_executor.model_loader.reload.layerwise", "vllm.model_executor.models.utils"):
+    for name in ("vllm.model_executor.model_loader.reload.layerwise", "vllm.model_executor.models.utils",
+                 "vllm.v1.worker.cpu_worker"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _QuietReload) for f in logger.filters):
             logger.addFilter(_QuietReload())
