@@ -228,3 +228,21 @@ def test_cli_bad_inputs_end_in_one_line_and_write_nothing(tmp_path):
     assert not (tmp_path / "new").exists()
     res = runner.invoke(app, ["bench", "bfcl", "--help"])
     assert res.exit_code == 0 and "<bool>" not in res.output and "--limit" in res.output
+
+
+def test_pipeline_stage_runs_a_subset_before_and_after_and_compares_pairwise(tmp_path):
+    from officegym.bench.bfcl_pipeline import BfclSection, compare_runs, delta_rows, run_stage
+
+    section = BfclSection.model_validate({"categories": ["simple", "irrelevance"], "limit": 4})
+    before = run_stage(make_policy("noop"), tmp_path / "before", section, "noop")
+    after = run_stage(make_policy("oracle"), tmp_path / "after", section, "oracle")
+    assert before["pooled"]["accuracy"] == 0.5 and after["pooled"]["accuracy"] == 1.0
+    assert (tmp_path / "after" / "report.html").exists()
+    comparison = compare_runs(tmp_path / "before", tmp_path / "after")
+    assert comparison["simple_python"]["delta"] == 1.0 and comparison["irrelevance"]["delta"] == 0.0
+    assert comparison["all"]["n"] == 8 and comparison["all"]["only_after"] == 4
+    assert comparison["all"]["p_value"] == pytest.approx(0.125)  # 4 discordant entries, all one way
+    rows = delta_rows(comparison)
+    assert rows[-1][0] == "all" and rows[0][4] == "+100.0 points"
+    with pytest.raises(ValueError):
+        BfclSection.model_validate({"categories": ["simple"], "limt": 3})
