@@ -37,3 +37,42 @@ def test_a_trainer_log_gets_one_line_per_step_with_its_info():
 def test_a_terminal_gets_a_rich_bar():
     console = Console(file=io.StringIO(), force_terminal=True)
     assert type(progress(console)).__name__ == "Progress"
+
+
+def test_a_heartbeat_shows_the_policys_work_while_no_rollout_has_finished():
+    import time
+
+    from officegym.progress import heartbeat, policy_activity
+
+    class Policy:
+        stats = {"calls": 0, "completion_tokens": 0}
+
+    policy = Policy()
+    assert policy_activity(policy) is None  # nothing to say before the first call
+    buf = io.StringIO()
+    bar = progress(Console(file=buf, force_terminal=False, width=200), every=0.0)
+    with bar:
+        job = bar.add_task("eval_base", total=100, info="")
+        with heartbeat(bar, job, lambda: policy_activity(policy), every=0.01):
+            policy.stats = {"calls": 37, "completion_tokens": 2150}
+            deadline = time.monotonic() + 5
+            while "37 model calls, 2.1k tokens" not in buf.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.01)
+    assert "eval_base: 0/100" in buf.getvalue()
+    assert "37 model calls, 2.1k tokens" in buf.getvalue()
+
+
+def test_a_heartbeat_survives_a_failing_reader_and_stops_with_its_block():
+    import threading
+
+    from officegym.progress import heartbeat
+
+    def broken():
+        raise RuntimeError("stats went away")
+
+    bar = progress(Console(file=io.StringIO(), force_terminal=False), every=0.0)
+    with bar:
+        job = bar.add_task("x", total=1, info="")
+        with heartbeat(bar, job, broken, every=0.01):
+            threading.Event().wait(0.05)
+    assert not any(t.name == "officegym-heartbeat" for t in threading.enumerate())

@@ -392,13 +392,14 @@ def eval_cmd(
     out.mkdir(parents=True, exist_ok=True)
     _check_run_env(out, env_name, policy, fresh)
     _write_json(out / "run.json", run_info)
-    from officegym.progress import progress
+    from officegym.progress import heartbeat, policy_activity, progress
 
-    with progress(console, with_info=False) as bar:
-        job = bar.add_task("rollouts", total=len(task_list) * k)
+    with progress(console) as bar:
+        job = bar.add_task("rollouts", total=len(task_list) * k, info="")
         try:
-            result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
-                              concurrency=concurrency, progress=lambda n: bar.advance(job, n))
+            with heartbeat(bar, job, lambda: policy_activity(pol)):
+                result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+                                  concurrency=concurrency, progress=lambda n: bar.advance(job, n))
         except ValueError as exc:
             _fail(str(exc))
     metrics = compute_metrics(result.rows, task_list, environment.write_tools)

@@ -237,13 +237,14 @@ class Pipeline:
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
         env = WorkplaceEnvironment(str(self.world_dir))
         out = out or self.out / name
-        from officegym.progress import progress
+        from officegym.progress import heartbeat, policy_activity, progress
 
         self._say(f"{name}: {len(tasks) * e.k} rollouts of {spec}" + (
             " (the vLLM engine starts, or takes these weights, first)" if spec.startswith("vllm:") else ""))
-        with progress(self.console, with_info=False) as bar:
-            job = bar.add_task(name, total=len(tasks) * e.k)
-            result = run_eval(env, tasks, policy, out, k=e.k, config=config, progress=lambda n: bar.advance(job, n))
+        with progress(self.console) as bar:
+            job = bar.add_task(name, total=len(tasks) * e.k, info="")
+            with heartbeat(bar, job, lambda: policy_activity(policy)):
+                result = run_eval(env, tasks, policy, out, k=e.k, config=config, progress=lambda n: bar.advance(job, n))
         close = getattr(policy, "close", None)
         if close is not None:
             close()

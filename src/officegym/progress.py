@@ -9,7 +9,10 @@ trainers want for one line per step) plus the last.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,3 +93,40 @@ def progress(console: Any, every: float = 10.0, with_info: bool = True) -> Any:
     if with_info:
         columns.append(TextColumn("{task.fields[info]}"))
     return Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
+
+
+def policy_activity(policy: Any) -> str | None:
+    """What a policy has done so far ("37 model calls, 2.1k tokens"), from its `stats`, or None."""
+    stats = getattr(policy, "stats", None)
+    if not isinstance(stats, dict) or not stats.get("calls"):
+        return None
+    tokens = float(stats.get("completion_tokens") or 0)
+    shown = f"{tokens / 1000:.1f}k" if tokens >= 1000 else f"{tokens:.0f}"
+    return f"{stats['calls']:.0f} model calls, {shown} tokens"
+
+
+@contextlib.contextmanager
+def heartbeat(bar: Any, job: Any, read: Callable[[], str | None], every: float = 10.0) -> Iterator[None]:
+    """Refresh the job's `info` field from `read()` every `every` seconds while the block runs.
+
+    Concurrent rollouts finish late and together (a hundred in flight, the first done after most of
+    the time has passed), so a count of finished rollouts alone leaves the console silent for
+    minutes; the policy's own counters show the work moving."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            try:
+                info = read()
+            except Exception:  # a heartbeat must never break the work it reports on
+                continue
+            if info:
+                bar.update(job, info=info)
+
+    thread = threading.Thread(target=beat, name="officegym-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=every)
