@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.core.files import atomic_write
 from officegym.train.config import build_config, load_config, save_config
 
@@ -79,6 +80,8 @@ class PipelineConfig(_Section):
     sft: dict[str, Any] = Field(default_factory=dict, description="SFT config sections (as in configs/sft_*.yaml)")
     grpo: dict[str, Any] = Field(default_factory=dict, description="GRPO config sections (as in configs/grpo_*.yaml)")
     review: ReviewSection = Field(default_factory=ReviewSection)
+    bfcl: BfclSection | None = Field(None, description="a BFCL subset run by the listed evaluation stages "
+                                     "(pip install --no-deps bfcl-eval); null: none")
 
 
 class PipelineError(RuntimeError):
@@ -205,6 +208,9 @@ class Pipeline:
         if not path.exists():
             raise PipelineError(f"eval: {path} is missing; run the tasks stage")
         tasks = read_tasks(path)
+        if not tasks:
+            raise PipelineError(f"eval: the {self.cfg.eval.split} split ({path}) has no tasks; raise tasks.n or "
+                                "that split's share in tasks.fractions")
         return tasks[: self.cfg.eval.max_tasks] if self.cfg.eval.max_tasks else tasks
 
     def _model_after(self, stage: str) -> str:
@@ -245,6 +251,8 @@ class Pipeline:
             job = bar.add_task(name, total=len(tasks) * e.k, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
                 result = run_eval(env, tasks, policy, out, k=e.k, config=config, progress=lambda n: bar.advance(job, n))
+        # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
+        self._bfcl(name, policy, spec)
         close = getattr(policy, "close", None)
         if close is not None:
             close()
@@ -256,6 +264,29 @@ class Pipeline:
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
         self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
         return metrics
+
+    def _bfcl(self, stage: str, policy: Any, label: str) -> None:
+        """The config's BFCL subset for the model this stage evaluates, into RUN/bfcl_<stage>."""
+        section = self.cfg.bfcl
+        if section is None or stage not in section.stages:
+            return
+        from officegym.bench import bfcl_lib
+        from officegym.bench.bfcl_pipeline import run_stage
+        from officegym.progress import heartbeat, policy_activity, progress
+
+        try:
+            bfcl_lib.version()
+        except bfcl_lib.BfclUnavailable as exc:
+            raise PipelineError(f"{stage}: the bfcl section needs bfcl-eval: {exc}") from None
+        self._say(f"{stage}: BFCL {', '.join(section.categories)}, {section.limit or 'all'} per category")
+        with progress(self.console) as bar:
+            job = bar.add_task(f"bfcl_{stage}", total=None, info="")
+            with heartbeat(bar, job, lambda: policy_activity(policy)):
+                scores = run_stage(policy, self.out / f"bfcl_{stage}", section, label, progress=lambda n: bar.advance(job, n))
+        pooled = scores.get("pooled") or {}
+        if pooled.get("accuracy") is not None:
+            low, high = pooled["ci95"]
+            self._say(f"{stage}: BFCL {pooled['accuracy']:.1%} [{low:.1%}, {high:.1%}] of {pooled['n']} entries")
 
     def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
         return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),

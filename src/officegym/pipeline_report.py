@@ -176,6 +176,27 @@ def write_validation_plot(out: Path) -> Path | None:
     return path
 
 
+BFCL_HEADER = ["category", "entries", "before [95%]", "after [95%]", "change", "McNemar p"]
+
+
+def bfcl_tables(out: Path) -> list[tuple[str, list[list[str]]]]:
+    """(title, rows) comparing BFCL before training with each later stage that ran it, over the same
+    entries; [] when the pipeline ran no BFCL."""
+    from officegym.bench.bfcl_pipeline import compare_runs, delta_rows
+
+    before = out / "bfcl_eval_base"
+    if not (before / "results.jsonl").exists():
+        return []
+    tables = []
+    for stage in ("eval_sft", "eval_grpo"):
+        after = out / f"bfcl_{stage}"
+        if (after / "results.jsonl").exists():
+            rows = delta_rows(compare_runs(before, after))
+            if rows:
+                tables.append((f"BFCL: untrained model vs after {stage.removeprefix('eval_').upper()}", rows))
+    return tables
+
+
 def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     metrics = _load(out)
     header, rows = summary_rows(metrics) if metrics else (["", "(no evaluations yet)"], [])
@@ -192,6 +213,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     if links:
         md += ["", "Each evaluation's own report (transcripts, state diffs, failures by kind): "
                + ", ".join(f"[{label}]({href})" for label, href in links) + "."]
+    bfcl = bfcl_tables(out)
+    for title, bfcl_rows in bfcl:
+        md += ["", f"## {title} (same entries)", "", "| " + " | ".join(BFCL_HEADER) + " |", "|" + "---|" * len(BFCL_HEADER)]
+        md += ["| " + " | ".join(r) + " |" for r in bfcl_rows]
     rounds = _rounds(out)
     if rounds:
         md += ["", *review_lines(rounds)]
@@ -209,6 +234,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
                   + "".join(f"<li>{html.escape(verdict_line(t))}</li>" for t in tests) + "</ul>") if tests else ""
     links_html = ("<p>Each evaluation's own report: " + ", ".join(
         f'<a href="{html.escape(href)}">{html.escape(label)}</a>' for label, href in links) + ".</p>") if links else ""
+    bfcl_html = "".join(
+        f"<h2>{html.escape(title)} (same entries)</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in BFCL_HEADER)
+        + "</tr>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in bfcl_rows)
+        + "</table>" for title, bfcl_rows in bfcl)
     timing_html = ""
     if timings:
         timing_html = ("<h2>Time per stage</h2><table><tr><th>stage</th><th>seconds</th></tr>"
@@ -220,7 +249,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
             f"<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.3em .8em;border-bottom:1px solid #ddd}}</style>"
             f"<h1>officegym pipeline report</h1><p>Run folder: <code>{html.escape(str(out))}</code></p>"
             f"<h2>Before and after</h2><p>Accuracy with its 95% Wilson interval and the number of rollouts.</p>"
-            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}{_review_html(rounds)}{timing_html}"
+            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}{bfcl_html}{_review_html(rounds)}{timing_html}"
             f"<h2>Training curves</h2>{images}")
     html_path = out / "report.html"
     atomic_write(html_path, page)

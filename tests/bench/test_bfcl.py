@@ -246,3 +246,45 @@ def test_pipeline_stage_runs_a_subset_before_and_after_and_compares_pairwise(tmp
     assert rows[-1][0] == "all" and rows[0][4] == "+100.0 points"
     with pytest.raises(ValueError):
         BfclSection.model_validate({"categories": ["simple"], "limt": 3})
+
+
+def test_the_pipeline_runs_bfcl_with_the_stages_model_and_reports_the_change(tmp_path):
+    from officegym.bench.bfcl_pipeline import BfclSection, run_stage
+    from officegym.pipeline import Pipeline, PipelineConfig
+    from officegym.pipeline_report import write_pipeline_report
+    from officegym.train.config import build_config
+
+    out = tmp_path / "run"
+    data = {"out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base", "report"],
+            "world": {"seed": 3, "size": "small"},
+            "tasks": {"n": 20, "seed": 0, "tools": "domain", "templates": ["email.send_to_address"], "fractions": [0.5, 0.25, 0.25]},
+            "eval": {"max_tasks": 2, "max_steps": 2},
+            "bfcl": {"categories": ["simple", "irrelevance"], "limit": 3, "stages": ["eval_base"]}}
+    cfg = build_config(PipelineConfig, data, [])
+    Pipeline(cfg).run()
+    scores = json.loads((out / "bfcl_eval_base" / "scores.json").read_text())
+    assert scores["pooled"] == {"n": 6, "correct": 6, "accuracy": 1.0, "ci95": scores["pooled"]["ci95"]}
+    assert not (out / "bfcl_eval_sft").exists()  # only the listed stages run it
+
+    # a later stage whose model lost every call: the report shows the drop on the same entries
+    run_stage(make_policy("noop"), out / "bfcl_eval_grpo", BfclSection.model_validate(data["bfcl"]), "noop")
+    md_path, html_path = write_pipeline_report(out)
+    md = md_path.read_text()
+    assert "## BFCL: untrained model vs after GRPO (same entries)" in md
+    all_row = next(line for line in md.splitlines() if line.startswith("| all |"))
+    assert "| 6 | 100.0%" in all_row and "50.0%" in all_row and "-50.0 points" in all_row
+    assert "BFCL: untrained model vs after GRPO" in html_path.read_text()
+
+
+def test_a_pipeline_without_a_bfcl_section_runs_none_and_reports_none(tmp_path):
+    from officegym.pipeline import Pipeline, PipelineConfig
+    from officegym.train.config import build_config
+
+    out = tmp_path / "run"
+    data = {"out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base", "report"],
+            "world": {"seed": 3, "size": "small"},
+            "tasks": {"n": 20, "seed": 0, "tools": "domain", "templates": ["email.send_to_address"], "fractions": [0.5, 0.25, 0.25]},
+            "eval": {"max_tasks": 2, "max_steps": 2}}
+    Pipeline(build_config(PipelineConfig, data, [])).run()
+    assert not list(out.glob("bfcl_*"))
+    assert "BFCL" not in (out / "report.md").read_text()

@@ -169,3 +169,15 @@ def test_an_interrupted_stage_keeps_its_time_and_the_resumed_run_adds_to_it(tmp_
     monkeypatch.setattr(resumed, "_tasks", lambda: None)
     resumed.run()
     assert json.loads((out / "timings.json").read_text()) == {"world": 40.0, "tasks": 5.0}
+
+
+def test_an_empty_evaluation_split_is_a_clear_error_not_a_crash(tmp_path):
+    from officegym.pipeline import PipelineError
+
+    out = tmp_path / "run"
+    cfg = build_config(PipelineConfig, {
+        "out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base"],
+        "world": {"seed": 3, "size": "small"},
+        "tasks": {"n": 4, "seed": 0, "templates": ["email.send_to_address"], "fractions": [1.0, 0.0, 0.0]}}, [])
+    with pytest.raises(PipelineError, match=r"validation split .* has no tasks"):
+        Pipeline(cfg).run()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,9 @@ class BfclSection(BaseModel):
     seed: int = 0
     temperature: float = Field(0.0, ge=0)
     max_new_tokens: int = Field(512, ge=1)
+    stages: list[Literal["eval_base", "eval_sft", "eval_grpo"]] = Field(
+        default_factory=lambda: ["eval_base", "eval_grpo"],
+        description="the evaluation stages that also run BFCL, with the model they evaluate")
 
 
 def run_stage(policy: Policy, out_dir: Path, section: BfclSection, label: str,
