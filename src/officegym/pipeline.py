@@ -44,6 +44,9 @@ class TasksSection(_Section):
 class EvalSection(_Section):
     split: Literal["validation", "test"] = "validation"
     max_tasks: int | None = Field(64, ge=1)
+    base_max_tasks: int | None = Field(None, ge=1, description="eval_base's own cap (the first tasks of the same "
+                                       "split); null: max_tasks. An untrained model writes to its token limit "
+                                       "every turn, so its evaluation costs the most and says the least")
     k: int = Field(1, ge=1)
     max_steps: int = Field(6, ge=1)
     max_new_tokens: int = Field(256, ge=1)
@@ -201,7 +204,7 @@ class Pipeline:
         write_dataset(ds, self.tasks_dir)
         self._say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
 
-    def _eval_tasks(self):
+    def _eval_tasks(self, stage: str = ""):
         from officegym.core.task import read_tasks
 
         path = self.tasks_dir / f"{self.cfg.eval.split}.jsonl"
@@ -211,7 +214,10 @@ class Pipeline:
         if not tasks:
             raise PipelineError(f"eval: the {self.cfg.eval.split} split ({path}) has no tasks; raise tasks.n or "
                                 "that split's share in tasks.fractions")
-        return tasks[: self.cfg.eval.max_tasks] if self.cfg.eval.max_tasks else tasks
+        cap = self.cfg.eval.max_tasks
+        if stage == "eval_base" and self.cfg.eval.base_max_tasks is not None:
+            cap = min(cap or self.cfg.eval.base_max_tasks, self.cfg.eval.base_max_tasks)
+        return tasks[:cap] if cap else tasks
 
     def _model_after(self, stage: str) -> str:
         model = self.out / stage / "model"
@@ -230,7 +236,7 @@ class Pipeline:
         from officegym.eval.run import run_eval
 
         e = self.cfg.eval
-        tasks = self._eval_tasks()
+        tasks = self._eval_tasks(name)
         spec = _policy_spec(model, self._backend(e.backend))
         if spec.startswith("vllm:"):
             options: dict[str, Any] = dict(e.vllm)

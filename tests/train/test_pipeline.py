@@ -181,3 +181,16 @@ def test_an_empty_evaluation_split_is_a_clear_error_not_a_crash(tmp_path):
         "tasks": {"n": 4, "seed": 0, "templates": ["email.send_to_address"], "fractions": [1.0, 0.0, 0.0]}}, [])
     with pytest.raises(PipelineError, match=r"validation split .* has no tasks"):
         Pipeline(cfg).run()
+
+
+def test_eval_base_can_take_fewer_tasks_and_is_compared_on_the_tasks_both_ran(tmp_path):
+    out = tmp_path / "run"
+    cfg = build_config(PipelineConfig, {
+        "out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base", "report"],
+        "world": {"seed": 3, "size": "small"},
+        "tasks": {"n": 20, "seed": 0, "templates": ["email.send_to_address"], "fractions": [0.5, 0.5, 0.0]},
+        "eval": {"max_tasks": 6, "base_max_tasks": 2, "max_steps": 2}}, [])
+    Pipeline(cfg).run()
+    assert json.loads((out / "eval_base" / "metrics.json").read_text())["tasks"] == 2
+    pipe = Pipeline(cfg)
+    assert len(pipe._eval_tasks("eval_sft")) == 6 and len(pipe._eval_tasks("eval_base")) == 2
