@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from officegym.core.rollout_row import rollout_row
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
 from officegym.envs.workplace.env import WorkplaceEnvironment
 from officegym.envs.workplace.generate import generate_world
 from officegym.envs.workplace.specs import TOOL_SPECS
-from officegym.eval.rows import rollout_row
 from officegym.review.worlds import Environments
 
 WORLD_SPEC = {"generated": {"seed": 0, "size": "small"}}

@@ -12,8 +12,8 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy
 from officegym.core.protocols import Environment
+from officegym.core.rollout_row import officegym_of, rollout_row, row_key
 from officegym.core.task import Task
-from officegym.eval.rows import rollout_row, row_key
 
 ROLLOUTS = "rollouts.jsonl"
 
@@ -27,7 +27,7 @@ class EvalResult:
 
 def backend_failed(row: dict[str, Any]) -> bool:
     """The rollout stopped because the model backend failed (not because of anything the model did)."""
-    og = row.get("officegym") or {}
+    og = officegym_of(row)
     return og.get("stop_reason") == "error" and bool(og.get("error"))
 
 

@@ -15,12 +15,14 @@ from fastapi.responses import Response
 from officegym.agent.loop import LoopConfig, rollout
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.protocols import Environment
-from officegym.core.trajectory import Trajectory
+from officegym.core.rollout_row import make_row, officegym_record, response_of
 from officegym.server.config import MAX_RUN_STEPS, ServerConfig
 from officegym.server.protocol import BadRequest, detail, json_response, read_object, require
 from officegym.server.rows import check_params, resolve_mode, task_from_row, verify_answer
 
 RUN_KEYS = ("model_server_url", "model", "api", "max_steps", "mode")
+# What of the `officegym` record /run answers with (--evidence), in this order.
+EVIDENCE_KEYS = ("verdict", "stop_reason", "turns", "call_status", "invalid_fragments", "seconds", "env_seconds")
 
 
 class SimpleAgent:
@@ -73,21 +75,10 @@ class SimpleAgent:
         self.counts["run"] += 1
         if traj.error:
             return detail(f"model server error: {traj.error}", 502)
-        out = verify_answer({**task_row, "response": {
-            "output": response_output(traj),
-            "usage": {"input_tokens": sum(t.prompt_tokens for t in traj.turns),
-                      "output_tokens": sum(t.completion_tokens for t in traj.turns)},
-        }}, traj.reward)
+        out = verify_answer(make_row(task_row, response_of(traj), traj.reward), traj.reward)
         if cfg.evidence:
-            out["officegym"] = {
-                "verdict": traj.verdict,
-                "stop_reason": traj.stop_reason,
-                "turns": len(traj.turns),
-                "call_status": [e.status for t in traj.turns for e in t.executions],
-                "invalid_fragments": [x for t in traj.turns for x in t.invalid],
-                "seconds": traj.seconds,
-                "env_seconds": traj.env_seconds,
-            }
+            record = officegym_record(task, traj)
+            out["officegym"] = {k: record[k] for k in EVIDENCE_KEYS}
         return json_response(out)
 
     def _policy(self, url: str, model: str, api: str):
@@ -125,20 +116,3 @@ def sampling(rcp: dict[str, Any]) -> SamplingParams:
         setattr(params, attr, int(value) if attr == "max_new_tokens" else float(value))
     return params
 
-
-def response_output(traj: Trajectory) -> list[dict[str, Any]]:
-    """The episode as Responses-API output items in the simple agent's order: each turn's message
-    and function calls, then their outputs."""
-    items: list[dict[str, Any]] = []
-    for turn in traj.turns:
-        if turn.text:
-            items.append({"type": "message", "role": "assistant", "status": "completed",
-                          "content": [{"type": "output_text", "text": turn.text, "annotations": []}]})
-        for ex in turn.executions:
-            call = ex.call
-            items.append({"type": "function_call", "name": call.name,
-                          "arguments": call.arguments_json if call.parse_error is None else (call.raw_arguments or ""),
-                          "call_id": call.call_id or "", "status": "completed"})
-        for ex in turn.executions:
-            items.append({"type": "function_call_output", "call_id": ex.call.call_id or "", "output": ex.output})
-    return items

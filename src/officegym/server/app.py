@@ -47,7 +47,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from officegym.core.protocols import Environment
-from officegym.server.agent import response_output
+from officegym.core.rollout_row import response_output
 from officegym.server.config import (
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,

@@ -13,9 +13,9 @@ from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.policy import SamplingParams
+from officegym.core.rollout_row import officegym_of, rollout_row
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
-from officegym.eval.rows import rollout_row
 from officegym.train.config import RunConfig
 from officegym.train.runtime import EpisodeBudget
 from officegym.train.tracking import truncate_jsonl
@@ -171,7 +171,7 @@ class RolloutWriter:
 
     def drop_after(self, step: int) -> int:
         """On resume: forget rollouts of steps after the checkpoint (they will be redone)."""
-        return truncate_jsonl(self.path, lambda row: int((row.get("officegym") or {}).get("step", 0)) <= step)
+        return truncate_jsonl(self.path, lambda row: int(officegym_of(row).get("step", 0)) <= step)
 
     def write(self, step: int, items: Sequence[tuple[Task, Trajectory, str, dict[str, Any]]]) -> None:
         if not self.enabled or not items:
