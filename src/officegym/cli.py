@@ -550,7 +550,8 @@ def _print_metrics(m: dict, title: str) -> None:
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `officegym eval`.")]) -> None:
     """Rebuild metrics.json and the report of an eval run from its rollouts."""
-    from officegym.core.task import Task, TaskFormatError
+    from officegym.core.rollout_row import RolloutRow
+    from officegym.core.task import TaskFormatError
     from officegym.eval.metrics import compute_metrics
     from officegym.eval.report import write_report
     from officegym.eval.run import ROLLOUTS, load_rollouts
@@ -569,7 +570,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     tasks = {}
     for i, r in enumerate(rows, 1):
         try:
-            t = Task.from_row({k: v for k, v in r.items() if k not in ("response", "reward", "officegym")})
+            t = RolloutRow(r).task()
         except TaskFormatError as exc:
             _fail(f"{run_dir / ROLLOUTS}: row {i}: {exc}")
         tasks[str(t.id)] = t

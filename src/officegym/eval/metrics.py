@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from math import comb
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.core.task import Task
 from officegym.eval.stats import wilson_interval
 
@@ -31,12 +32,11 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def _matched(row: dict[str, Any]) -> bool:
-    verdict = (row.get("officegym") or {}).get("verdict") or {}
-    return bool(verdict.get("matched", row.get("reward") == 1.0))
+    return RolloutRow(row).matched
 
 
 def _calls(row: dict[str, Any]) -> list[dict[str, Any]]:
-    return [i for i in (row.get("response") or {}).get("output", []) if i.get("type") == "function_call"]
+    return RolloutRow(row).function_call_items
 
 
 def write_calls(names: Iterable[str], write_tools: frozenset[str] | None) -> list[str]:
@@ -45,7 +45,7 @@ def write_calls(names: Iterable[str], write_tools: frozenset[str] | None) -> lis
 
 def classify_failure(row: dict[str, Any], gt_names: list[str], write_tools: frozenset[str] | None) -> str:
     """One primary kind per failed rollout (the first that applies, in ERROR_KINDS order)."""
-    og = row.get("officegym") or {}
+    og = officegym_of(row)
     calls = _calls(row)
     status = og.get("call_status") or []
     if len(status) != len(calls):  # rows from elsewhere: count every call as executed
@@ -70,7 +70,7 @@ def classify_failure(row: dict[str, Any], gt_names: list[str], write_tools: froz
 def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: frozenset[str] | None = None) -> dict[str, Any]:
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_task[str((r.get("officegym") or {}).get("task_id", r.get("id")))].append(r)
+        by_task[RolloutRow(r).task_id].append(r)
     task_by_id = {str(t.id): t for t in tasks}
     n_rows = len(rows)
     if not n_rows:
@@ -98,8 +98,8 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
             groups["category"][str(task.category if task else None)].append(ok)
             groups["difficulty"][str(meta.get("difficulty", "-"))].append(ok)
             groups["template"][str(meta.get("template", "-"))].append(ok)
-            status = (r.get("officegym") or {}).get("call_status") or []
-            frags = (r.get("officegym") or {}).get("invalid_fragments") or []
+            status = officegym_of(r).get("call_status") or []
+            frags = officegym_of(r).get("invalid_fragments") or []
             total_calls += len(status) + len(frags)
             invalid_calls += sum(s != "ok" for s in status) + len(frags)
             if not ok:
@@ -109,7 +109,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         len(write_calls([c.name for c in task_by_id[t].ground_truth], write_tools)) == 0
         for t in by_task if t in task_by_id
     ) if any(t in task_by_id for t in by_task) else None
-    og = [r.get("officegym") or {} for r in rows]
+    og = [officegym_of(r) for r in rows]
     seconds = [o.get("seconds", 0.0) for o in og]
     env_seconds = [o.get("env_seconds", 0.0) for o in og]
     ks = sorted({1, k})
@@ -119,7 +119,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         "samples_per_task": k,
         "accuracy": accuracy,
         "accuracy_ci95": list(wilson_interval(sum(_matched(r) for r in rows), n_rows)),
-        "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in rows),
+        "mean_reward": statistics.fmean(RolloutRow(r).reward or 0.0 for r in rows),
         "pass_at_k": {str(kk): statistics.fmean(pass_at_k(n, c, kk) for n, c in per_task) for kk in ks},
         "pass_hat_k": {str(kk): statistics.fmean(pass_hat_k(n, c, kk) for n, c in per_task) for kk in ks},
         "buckets": {b: _rate(v) for b, v in sorted(buckets.items())},

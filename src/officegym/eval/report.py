@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
+from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.eval import plots
 
 CSS = """
@@ -60,7 +61,7 @@ def _plots(m: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bytes]:
     buckets = {k: v["accuracy"] for k, v in m["buckets"].items() if v["accuracy"] is not None}
     if buckets:
         out["accuracy_by_writes.png"] = plots.bar_png("accuracy by ground-truth writes", list(buckets), list(buckets.values()))
-    calls = [sum(1 for i in (r.get("response") or {}).get("output", []) if i.get("type") == "function_call") for r in rows]
+    calls = [len(RolloutRow(r).function_call_items) for r in rows]
     out["calls_per_rollout.png"] = plots.hist_png("tool calls per rollout", calls, "calls", bins=max(1, min(20, max(calls, default=0) + 1)))
     return out
 
@@ -73,8 +74,8 @@ def _transcript(row: dict[str, Any]) -> str:
             content = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
         if msg.get("role") == "user":
             parts.append(f"<p><b>user</b>: {html.escape(str(content))}</p>")
-    for item in (row.get("response") or {}).get("output", []):
-        kind = item.get("type")
+    for item in RolloutRow(row).output:
+        kind = item.get("type") if isinstance(item, dict) else None
         if kind == "message":
             text = " ".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
             parts.append(f"<p><b>assistant</b>: {html.escape(text)}</p>")
@@ -86,7 +87,7 @@ def _transcript(row: dict[str, Any]) -> str:
 
 
 def _diff(row: dict[str, Any]) -> str:
-    verdict = (row.get("officegym") or {}).get("verdict") or {}
+    verdict = RolloutRow(row).verdict or {}
     body = {k: verdict.get(k) for k in ("diff", "invalid_calls", "side_effects", "modes_disagree", "other_mode_reward")}
     if verdict.get("graded"):  # a graded verifier (the role environments) explains itself in words
         body = {k: verdict.get(k) for k in ("label", "evidence", "components", "invalid_calls")}
@@ -133,10 +134,10 @@ def _label_section(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[lis
     """Rollouts and mean reward per verdict label, for verifiers that label their verdicts (roles)."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        label = ((r.get("officegym") or {}).get("verdict") or {}).get("label")
+        rollout = RolloutRow(r)
+        label = (rollout.verdict or {}).get("label")
         if isinstance(label, str):
-            reward = r.get("reward")
-            by.setdefault(label, []).append(float(reward) if isinstance(reward, int | float) else 0.0)
+            by.setdefault(label, []).append(rollout.reward or 0.0)
     if not by:
         return None
     body = [[k, str(len(v)), f"{sum(v) / len(v):.3f}"] for k, v in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
@@ -159,7 +160,7 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
     pngs = _plots(metrics, rows)
     for name, data in pngs.items():
         atomic_write(out_dir / "plots" / name, data)
-    failures = [r for r in rows if not ((r.get("officegym") or {}).get("verdict") or {}).get("matched")]
+    failures = [r for r in rows if not RolloutRow(r).matched]
     sections = _sections(metrics)
     labels = _label_section(rows)
     if labels is not None:
@@ -178,11 +179,11 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         h.append("<p class='note'>Plots need matplotlib (pip install 'officegym[report]').</p>")
     h.append(f"<h2>Failures ({len(failures)})</h2><ol>")
     for i, r in enumerate(failures):
-        og = r.get("officegym") or {}
+        og = officegym_of(r)
         h.append(f"<li><a href='#f{i}'>task {html.escape(str(og.get('task_id')))} sample {og.get('sample_index')}</a></li>")
     h.append("</ol>")
     for i, r in enumerate(failures):
-        og = r.get("officegym") or {}
+        og = officegym_of(r)
         h.append(f"<details id='f{i}'><summary><span class='bad'>task {html.escape(str(og.get('task_id')))} "
                  f"sample {og.get('sample_index')}</span> — stop: {html.escape(str(og.get('stop_reason')))}</summary>")
         h.append(_transcript(r) + _diff(r) + "</details>")
@@ -198,8 +199,8 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         md += ["## Plots", ""] + [f"![{n}](plots/{n})" for n in pngs] + [""]
     md += [f"## Failures ({len(failures)})", "", "Transcripts and state diffs: report.html.", ""]
     for r in failures[:50]:
-        og = r.get("officegym") or {}
-        verdict = og.get("verdict") or {}
+        og = officegym_of(r)
+        verdict = RolloutRow(r).verdict or {}
         if verdict.get("graded"):
             why = "; ".join(str(e) for e in verdict.get("evidence") or [])[:300] or "no evidence"
             md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: {verdict.get('label')} "

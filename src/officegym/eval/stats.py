@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow
+
 Z95 = 1.959963984540054
 
 
@@ -80,9 +82,9 @@ def task_outcomes(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
     """Task id -> mean 0/1 outcome (reward 1) over its rollouts, from rollouts.jsonl rows."""
     sums: dict[str, list[float]] = {}
     for row in rows:
-        key = str(row.get("id", (row.get("officegym") or {}).get("task_id")))
-        reward = row.get("reward")
-        sums.setdefault(key, []).append(1.0 if isinstance(reward, int | float) and reward >= 1.0 else 0.0)
+        rollout = RolloutRow(row)
+        reward = rollout.reward
+        sums.setdefault(rollout.task_id, []).append(1.0 if reward is not None and reward >= 1.0 else 0.0)
     return {k: sum(v) / len(v) for k, v in sums.items()}
 
 

@@ -171,7 +171,7 @@ def flag_rows(
         return items[key]
 
     for g in groups:
-        # The samples of a group share their task row: parse one (parsing copies the whole row).
+        # The samples of a group share their task row: parse it once and give them the same Task.
         tasks: list[Task | None] = []
         parsed: Task | None = None
         parsed_key: Any = None

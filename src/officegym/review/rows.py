@@ -15,63 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from officegym.core.task import Task
-from officegym.core.toolcalls import function_calls_from_output
-from officegym.core.types import ToolCall
-
-# Keys of a rollout row that are not part of its task row.
-ROLLOUT_KEYS = ("response", "reward", "officegym")
+from officegym.core.rollout_row import RolloutRow, is_rollout_row
 
 
-@dataclass
-class RolloutRef:
-    """One rollout row and where it came from (file relative to the run folder, line number)."""
+@dataclass(frozen=True)
+class RolloutRef(RolloutRow):
+    """One rollout row (read through core's RolloutRow) and where it came from: the file relative
+    to the run folder and the line number."""
 
-    row: dict[str, Any]
     source: str
     line: int
 
     @property
     def og(self) -> dict[str, Any]:
-        og = self.row.get("officegym")
-        return og if isinstance(og, dict) else {}
-
-    @property
-    def task_id(self) -> str:
-        return str(self.og.get("task_id", self.row.get("id")))
-
-    @property
-    def step(self) -> Any:
-        return self.og.get("step", self.row.get("step"))
-
-    @property
-    def verdict(self) -> dict[str, Any] | None:
-        v = self.og.get("verdict")
-        return v if isinstance(v, dict) else None
-
-    @property
-    def reward(self) -> float | None:
-        r = self.row.get("reward")
-        if isinstance(r, bool) or not isinstance(r, int | float) or r != r:  # r != r: NaN
-            return None
-        return float(r)
-
-    @property
-    def matched(self) -> bool:
-        v = self.verdict
-        if v is not None and isinstance(v.get("matched"), bool):
-            return v["matched"]
-        return self.reward == 1.0
-
-    def calls(self) -> list[ToolCall]:
-        """The function calls the model made, as the verifier replays them."""
-        response = self.row.get("response")
-        output = response.get("output") if isinstance(response, dict) else None
-        return function_calls_from_output(output if isinstance(output, list) else [])
-
-    def task(self) -> Task:
-        """The task row this rollout was made from (raises TaskFormatError)."""
-        return Task.from_row({k: v for k, v in self.row.items() if k not in ROLLOUT_KEYS})
+        return self.officegym
 
 
 @dataclass
@@ -89,10 +46,6 @@ class RunRows:
     rows: list[RolloutRef]
     files: list[str]
     problems: list[str]
-
-
-def is_rollout_row(row: Any) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("response"), dict) and "responses_create_params" in row
 
 
 def rows_files(run_dir: Path) -> list[Path]:
@@ -166,8 +119,8 @@ def group_rows(rows: list[RolloutRef]) -> list[Group]:
         g = groups.get(key)
         if g is None:
             g = groups[key] = Group(key, ref.task_id, step)
-        idx = ref.og.get("sample_index")
-        if isinstance(idx, bool) or not isinstance(idx, int):
+        idx = ref.sample_index
+        if idx is None:
             idx = len(g.samples)
         g.samples.append((idx, ref))
     for g in groups.values():

@@ -6,8 +6,8 @@ import contextlib
 import json
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.core.task import TaskFormatError
-from officegym.review.rows import RolloutRef
 
 
 def _text(content: Any) -> str:
@@ -45,8 +45,7 @@ def trajectory_turns(row: dict[str, Any]) -> list[dict[str, Any]]:
     A turn starts at an assistant message, or at a call that follows tool outputs (the order
     eval's rows use: a turn's message, its calls, then their outputs).
     """
-    response = row.get("response") if isinstance(row.get("response"), dict) else {}
-    output = response.get("output") if isinstance(response.get("output"), list) else []
+    output = RolloutRow(row).output
     og = og_of(row)
     statuses = og.get("call_status") if isinstance(og.get("call_status"), list) else []
     n_calls = sum(1 for i in output if isinstance(i, dict) and i.get("type") == "function_call")
@@ -100,13 +99,11 @@ def trajectory_turns(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 def og_of(row: dict[str, Any]) -> dict[str, Any]:
     """The row's `officegym` block, or {} when it is missing or not an object."""
-    og = row.get("officegym")
-    return og if isinstance(og, dict) else {}
+    return officegym_of(row)
 
 
 def verdict_of(row: dict[str, Any]) -> dict[str, Any] | None:
-    verdict = og_of(row).get("verdict")
-    return verdict if isinstance(verdict, dict) else None
+    return RolloutRow(row).verdict
 
 
 def diff_tables(verdict: Any) -> list[dict[str, Any]]:
@@ -187,7 +184,7 @@ def failure_label(row: dict[str, Any]) -> str:
 def ground_truth_text(row: dict[str, Any]) -> str:
     """The ground truth as the correction form edits it: a JSON list with arguments as objects."""
     try:
-        task = RolloutRef(row, "", 0).task()
+        task = RolloutRow(row).task()
     except TaskFormatError:
         return "[]"
     return calls_text([c.to_nemo() for c in task.ground_truth])

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolSpec, Verdict
 from officegym.envs.workplace.env import spec_from_schema
@@ -376,8 +377,8 @@ class RemoteEnvironment:
 
     async def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         answer = await self.client.verify(task, calls=calls, mode=mode or self.mode)
-        evidence = (answer.get("officegym") or {}).get("verdict")
-        if isinstance(evidence, dict):
+        evidence = RolloutRow(answer).verdict
+        if evidence is not None:
             return verdict_from_dict(evidence)
         reward = float(answer["reward"])  # a server without evidence (e.g. NeMo Gym's own)
         return Verdict(reward=reward, matched=reward >= 1.0, mode=mode or self.mode or "remote")

@@ -16,6 +16,7 @@ import math
 import statistics
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow
 from officegym.server.protocol import BadRequest, validation_error
 
 NOT_DESCRIBED = frozenset({"_ng_task_index", "_ng_rollout_index", "mask_sample"})
@@ -92,7 +93,7 @@ def _pass_at_k(n: int, c: int, k: int) -> float:
 
 def _fields(row: dict[str, Any]) -> dict[str, float]:
     merged = dict(row)
-    usage = row.get("response", {}).get("usage") if isinstance(row.get("response"), dict) else None
+    usage = RolloutRow(row).response.get("usage")
     if isinstance(usage, dict):
         merged.update(usage)  # as RewardProfiler: usage counts join (and win over) the row's fields
     out = {}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from officegym.core.protocols import Environment
+from officegym.core.rollout_row import RolloutRow, task_row
 from officegym.core.task import Task, TaskFormatError
-from officegym.core.toolcalls import ToolCallParseError, function_calls_from_output
+from officegym.core.toolcalls import ToolCallParseError
 from officegym.core.types import ToolCall
 from officegym.server.protocol import BadRequest, detail, nested_deeper_than, require, validation_error
 
@@ -85,12 +86,11 @@ def task_and_calls(row: dict[str, Any]) -> tuple[Task, list[ToolCall]]:
     if not isinstance(row.get("ground_truth", []), (list, str)):
         raise BadRequest(validation_error("list_type", ["body", "ground_truth"], "Input should be a valid list or string",
                                           row["ground_truth"]))
-    # The task without its tool schemas: verification replays calls against the ground truth, and
-    # Task.from_row deep-copies what it is given (27 schemas are most of a row's 12 KB).
-    slim = {**row, "responses_create_params": {k: v for k, v in row["responses_create_params"].items() if k != "tools"},
-            "response": None}
+    # The task without its tool schemas: verification replays calls against the ground truth, and an
+    # environment whose task offers no tools judges with its own (what /verify has always done).
+    rcp = {k: v for k, v in row["responses_create_params"].items() if k != "tools"}
     try:
-        return Task.from_row(slim), function_calls_from_output(output)
+        return Task.from_row({**task_row(row), "responses_create_params": rcp}), RolloutRow(row).calls()
     except (TaskFormatError, ToolCallParseError) as exc:
         raise BadRequest(detail(str(exc), 422)) from None
 

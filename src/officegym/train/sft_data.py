@@ -27,6 +27,7 @@ from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.files import read_jsonl_text
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.rollout_row import RolloutRowError, parse
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
 from officegym.core.types import ToolCall, ToolSpec
@@ -122,14 +123,17 @@ def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report
             except json.JSONDecodeError:
                 report.drop("unreadable line")
                 continue
-            reward = row.get("reward")
-            if not isinstance(reward, int | float) or reward < min_reward:
+            try:
+                rollout = parse(row)
+            except RolloutRowError:
+                report.drop("malformed row")
+                continue
+            if rollout.reward is None or rollout.reward < min_reward:
                 report.drop(f"reward below {min_reward}")
                 continue
             try:
-                task = Task.from_row({k: v for k, v in row.items() if k not in ("response", "reward", "officegym")})
-                output = (row.get("response") or {}).get("output") or []
-                messages = responses_items_to_chat_messages([*task.input, *output])
+                task = rollout.task()
+                messages = responses_items_to_chat_messages([*task.input, *rollout.output])
             except (TaskFormatError, AttributeError, TypeError, KeyError):
                 report.drop("malformed row")
                 continue

@@ -7,8 +7,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from officegym.core.rollout_row import RolloutRow, parse
 from officegym.core.task import Task, TaskFormatError
-from officegym.core.toolcalls import ToolCallParseError, function_calls_from_output
+from officegym.core.toolcalls import ToolCallParseError
+from officegym.core.types import ToolCall
 from officegym.envs.workplace.verify import verify_calls
 from officegym.envs.workplace.world import World
 
@@ -28,7 +30,7 @@ class TaskIndex:
         if isinstance(idx, int) and 0 <= idx < len(self.tasks):
             return self.tasks[idx]
         try:
-            prompt = Task.from_row(row).user_prompt
+            prompt = RolloutRow(row).task().user_prompt
         except TaskFormatError:
             return None
         return self.by_prompt.get(prompt)
@@ -66,7 +68,7 @@ def verify_rollouts(
         rid = row.get("id", lineno) if isinstance(row, dict) else lineno
         try:
             task, calls = _task_and_calls(row, tasks)
-        except (TaskFormatError, ToolCallParseError, ValueError) as exc:
+        except (TaskFormatError, ToolCallParseError, ValueError) as exc:  # RolloutRowError is a ValueError
             yield RolloutVerdict(lineno, rid, None, mode, error=str(exc))
             continue
         start = time.perf_counter()
@@ -78,15 +80,11 @@ def verify_rollouts(
         yield RolloutVerdict(lineno, rid if rid is not None else task.id, verdict.reward, mode, evidence, seconds=elapsed)
 
 
-def _task_and_calls(row: Any, tasks: TaskIndex | None):
-    if not isinstance(row, dict):
-        raise ValueError(f"a rollout row must be a JSON object, got {type(row).__name__}")
-    response = row.get("response")
-    if not isinstance(response, dict) or not isinstance(response.get("output", []), list):
-        raise ValueError("rollout row has no response.output list")
-    calls = function_calls_from_output(response.get("output", []))
-    if "ground_truth" in row:
-        return Task.from_row(row), calls
+def _task_and_calls(row: Any, tasks: TaskIndex | None) -> tuple[Task, list[ToolCall]]:
+    rollout = parse(row)
+    calls = rollout.calls()
+    if rollout.has_ground_truth:
+        return rollout.task(), calls
     task = tasks.find(row) if tasks is not None else None
     if task is None:
         hint = "" if tasks is not None else " (pass --tasks with the task rows)"
