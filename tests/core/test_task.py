@@ -119,3 +119,73 @@ def test_to_row_gives_a_row_the_caller_may_change():
     out["responses_create_params"]["tools"].clear()
     out["responses_create_params"]["input"][0]["content"] = "changed"
     assert task.to_row() == ROW and task.tools and task.input[0]["content"] == "sys"
+
+
+def _tools(tag: str = "", n: int = 27) -> list:
+    return [{"type": "function", "name": f"tool{tag}_{i}", "description": f"Does thing {i} — ünïcode {tag}",
+             "parameters": {"type": "object", "properties": {"x": {"type": "string", "enum": ["a", "b"]}},
+                            "required": ["x"]}, "strict": False} for i in range(n)]
+
+
+def test_row_decoder_gives_what_json_loads_gives_and_shares_repeated_tool_lists():
+    import random
+
+    from officegym.core.task import RowDecoder
+
+    rng = random.Random(5)
+    lists = [_tools(t) for t in ("", "b", "c")]
+    decoder = RowDecoder()
+    plain: dict[int, set[int]] = {}  # list -> ids of the decoded lists of rows written the usual way
+    kept = []  # every decoded row stays alive, so no id is reused
+    for i in range(300):
+        k = rng.randrange(3)
+        tools = lists[k]
+        rcp = {"input": [{"role": "user", "content": rng.choice(["hi", json.dumps(tools), "[{\"type\""])}],
+               "tools": tools, "temperature": 1.0}
+        row = {"id": i, "responses_create_params": rcp, "ground_truth": []}
+        usual = True
+        if rng.random() < 0.2:  # the same list elsewhere too, before or after the task's
+            row = {"response": {"tools": tools}, **row} if rng.random() < 0.5 else {**row, "response": {"tools": tools}}
+            usual = False
+        if rng.random() < 0.1:
+            rcp["tools"], usual = tools[:3], False
+        if rng.random() < 0.1:
+            row["responses_create_params"], usual = [rcp], False  # not an object: not a task row at all
+        ascii_only, compact = rng.random() < 0.3, rng.random() < 0.1
+        line = json.dumps(row, ensure_ascii=ascii_only, separators=(",", ":") if compact else None)
+        got = decoder.loads(line)
+        kept.append(got)
+        assert got == json.loads(line), i
+        assert json.dumps(got) == json.dumps(json.loads(line)), i
+        if usual and not ascii_only and not compact:
+            assert got["responses_create_params"]["tools"] is not tools  # the decoder's own value
+            plain.setdefault(k, set()).add(id(got["responses_create_params"]["tools"]))
+    assert sorted(plain) == [0, 1, 2] and all(len(ids) == 1 for ids in plain.values())
+
+
+def test_row_decoder_falls_back_on_lines_the_shortcut_does_not_fit():
+    from officegym.core.task import RowDecoder
+
+    decoder = RowDecoder()
+    row = {"id": 1, "responses_create_params": {"input": "x", "tools": _tools()}}
+    decoder.loads(json.dumps(row))
+    # a damaged line holding the known text: the same error json.loads gives
+    bad = json.dumps(row)[:-1]
+    with pytest.raises(json.JSONDecodeError) as theirs:
+        json.loads(bad)
+    with pytest.raises(json.JSONDecodeError) as ours:
+        decoder.loads(bad)
+    assert str(ours.value) == str(theirs.value)
+    # a line holding the placeholder's token is decoded whole
+    tricky = {"id": 2, "note": decoder._token, "responses_create_params": {"input": "x", "tools": _tools()}}
+    assert decoder.loads(json.dumps(tricky)) == tricky
+
+
+def test_reading_a_task_file_shares_one_tool_list_between_rows(tmp_path):
+    rows = [{**ROW, "id": i, "responses_create_params": {**ROW["responses_create_params"], "tools": _tools()}}
+            for i in range(5)]
+    path = tmp_path / "tasks.jsonl"
+    write_jsonl(path, rows)
+    tasks = read_tasks(path)
+    assert [t.to_row() for t in tasks] == rows
+    assert all(t.tools[0] is tasks[0].tools[0] for t in tasks[2:])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,14 +145,106 @@ def iter_tasks(path: str | os.PathLike[str]) -> Iterator[Task]:
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-blank line; the rows share their repeated tool lists
+    (RowDecoder). A line that is not JSON raises TaskFormatError naming it."""
+    decoder = RowDecoder()
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                yield lineno, json.loads(line)
+                yield lineno, decoder.loads(line)
             except json.JSONDecodeError as exc:
                 raise TaskFormatError(f"{path}:{lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+
+
+class RowDecoder:
+    """`json.loads` for the rows of one file, decoding a tool list that repeats from row to row once.
+
+    Most of a NeMo Gym row is its tool schemas (a workplace row offering the 27 tools: ~15 KB of
+    ~19 KB), the same text in every row of a file, and decoding them was ~95% of decoding the row.
+    So the text of the last few `responses_create_params.tools` decoded is kept with its value; a line
+    holding one of those texts is decoded with a placeholder string in its place and, when the
+    placeholder comes back as the row's tool list, gets the value decoded before: the rows share one
+    list (rows are read-only data). Anything else is decoded whole, so the result is always what
+    `json.loads(line)` gives.
+
+    Why the shortcut is exact: the line before the known text T is the same in both versions, so
+    the JSON decoder is in the same state where T (or the placeholder) starts. The placeholder is a
+    plain string holding a random token that the rest of the line does not hold; decoding it as the
+    row's tool list means a value starts there, and T, the text of a whole JSON value, then ends
+    exactly where the placeholder ends. The rest of the line decodes alike: the row is
+    json.loads(line).
+    """
+
+    KEEP = 8  # tool lists remembered (a file offering each task its domains' tools has a handful)
+    MIN_CHARS = 512  # shorter lists cost less to decode than to look for
+    GIVE_UP = 16  # stop learning after this many tool lists in a row whose text was not found
+
+    def __init__(self) -> None:
+        self._token = "officegym-shared-tools-" + secrets.token_hex(16)
+        self._placeholder = json.dumps(self._token)
+        self._known: list[tuple[str, Any]] = []  # (text, value), most recently used first
+        self._misses = 0
+
+    def loads(self, line: str) -> Any:
+        if self._misses >= self.GIVE_UP:  # this file's rows do not fit the shortcut
+            return json.loads(line)
+        for i, (text, value) in enumerate(self._known):
+            at = _find(line, text)
+            if at < 0:
+                continue
+            row = self._with_known(line, at, text, value)
+            if row is not None:
+                self._known.insert(0, self._known.pop(i))
+                self._misses = 0
+                return row
+            break  # the text stands elsewhere in this row (or the line is damaged): decode it whole
+        row = json.loads(line)
+        self._learn(line, row)
+        return row
+
+    def _with_known(self, line: str, at: int, text: str, value: Any) -> Any:
+        """The row with `value` as its tool list when `text` at `at` is that list, else None."""
+        short = line[:at] + self._placeholder + line[at + len(text):]
+        if short.count(self._token) != 1:  # the rest of the line holds the token too
+            return None
+        try:
+            row = json.loads(short)
+        except (ValueError, RecursionError):
+            return None
+        rcp = row.get("responses_create_params") if isinstance(row, dict) else None
+        if not isinstance(rcp, dict) or rcp.get("tools") != self._token:
+            return None
+        rcp["tools"] = value
+        return row
+
+    def _learn(self, line: str, row: Any) -> None:
+        rcp = row.get("responses_create_params") if isinstance(row, dict) else None
+        tools = rcp.get("tools") if isinstance(rcp, dict) else None
+        if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
+            return
+        try:  # the writers we know: json.dumps with its default separators, ASCII or not
+            texts = {json.dumps(tools, ensure_ascii=False), json.dumps(tools)}
+        except (ValueError, RecursionError):  # nested deeper than json.dumps goes
+            return
+        for text in texts:
+            if len(text) >= self.MIN_CHARS and text in line:
+                if all(text != known for known, _ in self._known):
+                    self._known.insert(0, (text, tools))
+                    del self._known[self.KEEP:]
+                    self._misses = 0
+                return
+        self._misses += 1
+
+
+def _find(line: str, text: str) -> int:
+    """line.find(text) for a long text: look for its start, then compare (3x faster for a 15 KB list)."""
+    head = text[:64]
+    at = line.find(head)
+    while at >= 0 and not line.startswith(text, at):
+        at = line.find(head, at + 1)
+    return at
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> int:
