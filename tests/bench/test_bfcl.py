@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 
 from officegym.agent.policies import make_policy
 from officegym.bench import bfcl_lib
-from officegym.bench.bfcl_data import LIVE_AST, NOT_RUN, OFFLINE, load_cases, parse_categories
+from officegym.bench.bfcl_data import (
+    LIVE_AST,
+    MULTI_TURN,
+    NOT_RUN,
+    OFFLINE,
+    SINGLE_TURN,
+    load_cases,
+    parse_categories,
+)
 from officegym.bench.bfcl_replay import java_source, js_source
 from officegym.bench.bfcl_run import RESULTS, run_bfcl, summarise
 from officegym.bench.bfcl_score import bfcl_summary
@@ -44,7 +52,7 @@ KNOWN_UNSATISFIABLE = {
 
 @pytest.fixture(scope="module")
 def all_cases():
-    return [case for c in OFFLINE for case in load_cases(c)]
+    return [case for c in SINGLE_TURN for case in load_cases(c)]
 
 
 def _by_category(rows):
@@ -54,16 +62,16 @@ def _by_category(rows):
     return out
 
 
-def test_oracle_replays_every_offline_category_to_100_percent(all_cases, tmp_path):
+def test_oracle_replays_every_single_turn_category_to_100_percent(all_cases, tmp_path):
     if bfcl_lib.version() != bfcl_lib.TESTED_VERSION:
         pytest.skip(f"the list of unsatisfiable entries is for bfcl-eval {bfcl_lib.TESTED_VERSION}")
     result = run_bfcl(all_cases, make_policy("oracle"), tmp_path)
     assert result.new == len(all_cases) > 3000
     failed = {r["id"]: r["error"] for r in result.rows if not r["valid"]}
     assert set(failed) == KNOWN_UNSATISFIABLE, failed
-    scores = summarise([r for r in result.rows if r["id"] not in KNOWN_UNSATISFIABLE], OFFLINE)
+    scores = summarise([r for r in result.rows if r["id"] not in KNOWN_UNSATISFIABLE], SINGLE_TURN)
     assert all(v["accuracy"] == 1.0 for v in scores["per_category"].values()), scores["per_category"]
-    assert set(scores["per_category"]) == set(OFFLINE)
+    assert set(scores["per_category"]) == set(SINGLE_TURN)
 
 
 def test_noop_scores_zero_except_on_irrelevance(all_cases, tmp_path):
@@ -161,7 +169,7 @@ def test_js_sources_parse_back_through_bfcl_eval(value, js_type, nested):
 
 
 def test_summary_follows_bfcl_formula():
-    per = {c: {"accuracy": 0.0} for c in OFFLINE}
+    per = {c: {"accuracy": 0.0} for c in SINGLE_TURN}
     per.update({"simple_python": {"accuracy": 0.9}, "simple_java": {"accuracy": 0.6}, "multiple": {"accuracy": 1.0},
                 "live_simple": {"accuracy": 1.0}, "live_multiple": {"accuracy": 0.5},
                 "irrelevance": {"accuracy": 1.0}, "live_irrelevance": {"accuracy": 0.5}})
@@ -173,14 +181,23 @@ def test_summary_follows_bfcl_formula():
     assert s["live_ast"] == pytest.approx((100 * 1.0 + 300 * 0.5) / 400)
     assert s["irrelevance"] == pytest.approx(0.75)
     assert s["overall"] == pytest.approx(0.1 * 0.375 + 0.1 * 0.625 + 0.1 * 0.75)
-    assert "parallel" in s["not_run"] and "multi_turn_base" in s["not_run"]
+    assert "parallel" in s["not_run"] and "multi_turn_base" in s["not_run"] and s["multi_turn"] == 0.0
+    per.update({"multi_turn_base": {"accuracy": 1.0}, "multi_turn_miss_func": {"accuracy": 0.5},
+                "multi_turn_long_context": {"accuracy": 0.5}})  # miss_param not run: counts 0
+    s = bfcl_summary(per, sizes)
+    assert s["multi_turn"] == pytest.approx(0.5)
+    assert s["overall"] == pytest.approx(0.1 * 0.375 + 0.1 * 0.625 + 0.1 * 0.75 + 0.3 * 0.5)
+    assert "multi_turn_miss_param" in s["not_run"] and "multi_turn_base" not in s["not_run"]
 
 
 def test_categories_aliases_groups_and_refusals():
     assert parse_categories(["simple"]) == ["simple_python"]
     assert set(parse_categories(["live,irrelevance"])) == {*LIVE_AST, "irrelevance", "live_irrelevance", "live_relevance"}
-    assert parse_categories(None) == OFFLINE
-    for name in [*NOT_RUN, "multi_turn", "agentic"]:
+    assert parse_categories(None) == OFFLINE == [*SINGLE_TURN, *MULTI_TURN]
+    assert parse_categories(["multi_turn"]) == MULTI_TURN
+    assert parse_categories(["single_turn"]) == SINGLE_TURN
+    assert not set(MULTI_TURN) & set(NOT_RUN)
+    for name in [*NOT_RUN, "web_search", "memory", "agentic"]:
         with pytest.raises(ValueError, match="does not run in officegym"):
             parse_categories([name])
 
@@ -209,7 +226,7 @@ def test_cli_runs_resumes_and_reports(tmp_path):
     assert res.exit_code == 2 and "--fresh" in res.output
     res = runner.invoke(app, [*args[:3], "noop", *args[4:], "--fresh"])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(app, [*args[:-1], "multi_turn_base"])
+    res = runner.invoke(app, [*args[:-1], "memory_kv"])
     assert res.exit_code == 2 and "does not run" in res.output
 
 

@@ -12,14 +12,21 @@ Java and JavaScript entries show every parameter as a string holding source text
 `new ArrayList<>(Arrays.asList("a"))`), which bfcl-eval's type converters parse before comparing;
 the replay writes the answer's values in that form. live_relevance has no possible answer (any
 call is right): the replay calls the first function with placeholder values.
+
+Multi-turn ground truth is a list of call strings per user turn ("cd(folder='document')",
+"sort('final_report.pdf')"). They are parsed with `ast`, never evaluated: the function must be a
+plain name and every argument a literal; a positional argument takes the name of the backend
+method's parameter at its position (bfcl-eval's executor binds it so).
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from typing import Any
 
+from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_convert import ToolNames, json_type
 from officegym.core.types import ToolCall
 
@@ -144,3 +151,47 @@ def relevance_call(tools: list[Any]) -> list[ToolCall]:
     props = spec.parameters.get("properties", {})
     args = {p: _placeholder(props.get(p, {})) for p in spec.parameters.get("required", [])}
     return [ToolCall(spec.name, args, None, "call_0_0")]
+
+
+class GroundTruthError(ValueError):
+    """A ground-truth call string that is not a plain call with literal arguments."""
+
+
+def parse_call_string(text: str, classes: list[str]) -> tuple[str, dict[str, Any]]:
+    """(function name, keyword arguments) of one BFCL ground-truth call string, read with `ast`."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise GroundTruthError(f"{text!r} does not parse: {exc.msg}") from None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise GroundTruthError(f"{text!r} is not a call of a plain function name")
+    name = node.func.id
+    try:
+        positional = [ast.literal_eval(a) for a in node.args]
+        arguments = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+    except ValueError:
+        raise GroundTruthError(f"{text!r} has an argument that is not a literal") from None
+    if len(arguments) != len(node.keywords):
+        raise GroundTruthError(f"{text!r} unpacks keyword arguments")
+    if positional:
+        params = bfcl_lib.backend_parameters(classes, name)
+        if params is None or len(positional) > len(params):
+            raise GroundTruthError(f"{text!r}: no backend method takes {len(positional)} positional arguments")
+        for param, value in zip(params, positional, strict=False):
+            if param in arguments:
+                raise GroundTruthError(f"{text!r} gives {param!r} twice")
+            arguments[param] = value
+    return name, arguments
+
+
+def replay_multi_turn(ground_truth: list[list[str]], classes: list[str], names: ToolNames) -> list[list[ToolCall]]:
+    """Per user turn, the ground truth's calls as a model would make them (keyword arguments, the
+    tool names the model is shown)."""
+    turns = []
+    for t, turn in enumerate(ground_truth):
+        calls = []
+        for i, text in enumerate(turn):
+            name, arguments = parse_call_string(text, classes)
+            calls.append(ToolCall(names.to_tool.get(name, name), arguments, None, f"call_{t}_{i}"))
+        turns.append(calls)
+    return turns

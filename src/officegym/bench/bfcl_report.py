@@ -44,7 +44,9 @@ def summary_rows(scores: dict[str, Any]) -> list[list[str]]:
          shown("live_ast", ["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"])],
         ["irrelevance (mean of irrelevance, live irrelevance)", shown("irrelevance", ["irrelevance", "live_irrelevance"])],
         ["relevance (live relevance; not in the overall)", shown("relevance", ["live_relevance"])],
-        ["multi-turn", _pct(s["multi_turn"]) + " (not run here: counts 0)"],
+        ["multi-turn (mean of base, miss func, miss param, long context)",
+         shown("multi_turn", ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
+                              "multi_turn_long_context"])],
         ["agentic (web search, memory)", _pct(s["agentic"]) + " (not run here: counts 0)"],
         ["BFCL overall = 10% non-live + 10% live + 10% irrelevance + 30% multi-turn + 40% agentic", _pct(s["overall"])],
         ["pooled: every entry run (officegym's figure, 95% Wilson interval)",
@@ -70,7 +72,10 @@ def _notes(scores: dict[str, Any], run_info: dict[str, Any]) -> list[str]:
 
 
 def _failure_html(r: dict[str, Any]) -> str:
-    body = {"calls": r.get("calls"), "invalid fragments": r.get("invalid"), "error": r.get("error")}
+    if "turns" in r:  # a multi-turn episode: every turn's steps, calls and (clipped) results
+        body = {"error": r.get("error"), "checker's evidence": r.get("details"), "turns": r.get("turns")}
+    else:
+        body = {"calls": r.get("calls"), "invalid fragments": r.get("invalid"), "error": r.get("error")}
     text = (r.get("text") or "")[:2000]
     return (f"<details><summary><span class='bad'>{html.escape(str(r['id']))}</span> — "
             f"{html.escape(str(r.get('error_type')))}</summary>"

@@ -1,5 +1,6 @@
-"""Run a policy over BFCL entries: one model turn per entry, scored by bfcl-eval's checker as it
-finishes and appended to RUN/results.jsonl, so an interrupted run resumes where it stopped.
+"""Run a policy over BFCL entries: one model turn per single-turn entry, one episode per multi-turn
+entry (bfcl_multi_turn.py), scored by bfcl-eval's checker as it finishes and appended to
+RUN/results.jsonl, so an interrupted run resumes where it stopped.
 
 Rows are keyed by BFCL's entry id. A row whose model call failed in the backend (not the model's
 fault) is dropped on the next run and retried, as `officegym eval` does; every other row is final.
@@ -20,6 +21,7 @@ from officegym.agent.batching import Batcher
 from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import LIVE_AST, BfclCase
+from officegym.bench.bfcl_multi_turn import run_and_row
 from officegym.bench.bfcl_score import bfcl_summary, category_scores, pooled, score_completion
 from officegym.core.files import atomic_write, jsonl_line, load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
@@ -77,7 +79,7 @@ def _question(case: BfclCase, limit: int = 600) -> str:
 
 
 async def _complete_all(cases: list[BfclCase], policy: Policy, params: SamplingParams, concurrency: int,
-                        max_batch: int, on_done: Callable[[BfclCase, Completion, float], None]) -> None:
+                        max_batch: int, on_done: Callable[[dict[str, Any]], None]) -> None:
     batcher = Batcher(policy, params, max_batch=max_batch)
     if getattr(policy, "continuous", False):
         # The backend batches across conversations itself (see agent/loop.py).
@@ -89,6 +91,9 @@ async def _complete_all(cases: list[BfclCase], policy: Policy, params: SamplingP
 
     async def one(case: BfclCase) -> None:
         async with gate:
+            if case.multi_turn is not None:
+                on_done(await run_and_row(case, submit))
+                return
             request = PolicyRequest(messages=responses_items_to_chat_messages(case.task.input), tools=case.tools,
                                     task=case.task, turn=0)
             start = time.perf_counter()
@@ -96,7 +101,7 @@ async def _complete_all(cases: list[BfclCase], policy: Policy, params: SamplingP
                 completion = await submit(request)
             except Exception as exc:  # a continuous backend raising fails this entry, not the run
                 completion = Completion(finish_reason="error", error=f"{type(exc).__name__}: {exc}")
-            on_done(case, completion, time.perf_counter() - start)
+            on_done(result_row(case, completion, time.perf_counter() - start))
 
     try:
         await asyncio.gather(*(one(c) for c in cases))
@@ -124,8 +129,7 @@ def run_bfcl(cases: list[BfclCase], policy: Policy, out_dir: Path, params: Sampl
     new_rows: list[dict[str, Any]] = []
     with open(path, "a", encoding="utf-8") as fh:
 
-        def on_done(case: BfclCase, completion: Completion, seconds: float) -> None:
-            row = result_row(case, completion, seconds)
+        def on_done(row: dict[str, Any]) -> None:
             fh.write(jsonl_line(row, default=repr))
             fh.flush()
             new_rows.append(row)

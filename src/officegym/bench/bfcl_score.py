@@ -13,9 +13,10 @@ with the exception's text; it never stops the run.
 The aggregate follows `generate_leaderboard_csv` in bfcl-eval's eval_runner_helper.py: the
 non-live AST summary is the plain mean of simple (itself the mean of Python, Java and JavaScript),
 multiple, parallel and parallel-multiple; the live AST summary weights its four categories by
-size; irrelevance is the mean of the two irrelevance categories; overall = 10% non-live + 10%
-live + 10% irrelevance + 30% multi-turn + 40% agentic, a category not run counting 0 (as BFCL
-counts it). Sizes are the full categories' sizes, so a --limit run estimates the full run's figure.
+size; irrelevance is the mean of the two irrelevance categories; multi-turn is the plain mean of
+base, miss_func, miss_param and long_context (each scored by bfcl_multi_turn.py with bfcl-eval's
+multi-turn checker); overall = 10% non-live + 10% live + 10% irrelevance + 30% multi-turn + 40%
+agentic, a category not run counting 0 (as BFCL counts it). Sizes are the full categories' sizes, so a --limit run estimates the full run's figure.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_convert import CallError, decode_calls, unknown_functions
-from officegym.bench.bfcl_data import NOT_RUN, OFFLINE, BfclCase
+from officegym.bench.bfcl_data import MULTI_TURN, NOT_RUN, OFFLINE, BfclCase
 from officegym.core.policy import Completion
 from officegym.eval.stats import wilson_interval
 
@@ -104,8 +105,8 @@ def bfcl_summary(per_category: dict[str, dict[str, Any]], sizes: dict[str, int])
     weight = sum(sizes.get(c, 0) for c in live_cats)
     live = sum(acc(c) * sizes.get(c, 0) for c in live_cats) / weight if weight else 0.0
     irrelevance = _mean([acc("irrelevance"), acc("live_irrelevance")])
-    multi_turn = 0.0  # not run here (bfcl_data.NOT_RUN): BFCL counts it 0
-    agentic = 0.0
+    multi_turn = _mean([acc(c) for c in MULTI_TURN])
+    agentic = 0.0  # not run here (bfcl_data.NOT_RUN): BFCL counts it 0
     overall = 0.1 * non_live + 0.1 * live + 0.1 * irrelevance + 0.3 * multi_turn + 0.4 * agentic
     return {
         "non_live_simple_ast": simple,

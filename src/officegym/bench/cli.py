@@ -57,7 +57,7 @@ async def _preflight(pol) -> str | None:
 def bfcl_command(
     policy: Annotated[str, typer.Option("--policy", help="Any policy spec: oracle (replays BFCL's answers) | noop | random[:SEED] | openai:MODEL | hf:PATH | smollm2-135m | vllm:MODEL | a checkpoint folder via hf:/vllm:.")],
     out: Annotated[Path, typer.Option("--out", help="Run folder: results.jsonl, scores.json, report.html/.md.")],
-    categories: Annotated[list[str] | None, typer.Option("--categories", help="BFCL categories, aliases (simple) or groups (ast, live, non_live, python, relevance, all); repeat or comma-separate. Default: every category that runs offline.")] = None,
+    categories: Annotated[list[str] | None, typer.Option("--categories", help="BFCL categories, aliases (simple) or groups (ast, live, non_live, python, relevance, single_turn, multi_turn, all); repeat or comma-separate. Default: every category that runs offline (all).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N entries per category, a seeded sample (a larger N keeps the smaller one's entries).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seeds the --limit sample and the policy's sampling.")] = 0,
     temperature: Annotated[float, typer.Option("--temperature", help="0 = greedy (BFCL's own default is 0.001).")] = 0.0,
@@ -66,7 +66,7 @@ def bfcl_command(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier results.")] = False,
 ) -> None:
-    """Run a policy on BFCL's offline categories (resumable), score with bfcl-eval, write a report."""
+    """Run a policy on BFCL's offline categories, single- and multi-turn (resumable), score with bfcl-eval, write a report."""
     from officegym.agent.policies import PolicySpecError, make_policy
     from officegym.bench import bfcl_lib
     from officegym.bench.bfcl_data import CategoryError, load_cases, parse_categories
