@@ -29,6 +29,7 @@ from officegym.core.types import ToolCall
 try:
     bfcl_lib.version()
     bfcl_lib.category_mapping()
+    bfcl_lib.backend_class("MathAPI")  # imports mpmath
 except bfcl_lib.BfclUnavailable as exc:
     pytest.skip(str(exc), allow_module_level=True)
 

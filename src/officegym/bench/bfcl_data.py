@@ -170,6 +170,8 @@ def load_multi_turn_cases(category: str, limit: int | None = None, seed: int = 0
     answers = bfcl_lib.load_answers(category) or []
     if len(answers) != len(entries):
         raise RuntimeError(f"bfcl-eval's {category} files disagree in length; reinstall {bfcl_lib.PACKAGE}")
+    for class_name in sorted({c for e in entries for c in e["involved_classes"]}):
+        bfcl_lib.backend_class(class_name)  # BfclUnavailable now, not mid-run, when a backend does not import
     cases = []
     for i in subset(len(entries), category, limit, seed):
         entry, truth = entries[i], answers[i]["ground_truth"]

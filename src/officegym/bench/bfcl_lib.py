@@ -32,8 +32,9 @@ from typing import Any
 PACKAGE = "bfcl-eval"
 TESTED_VERSION = "2026.3.23"
 INSTALL_HINT = (
-    f"pip install --no-deps {PACKAGE}=={TESTED_VERSION} filelock "
-    "(its declared dependencies are every model vendor's SDK; the data and the AST checker need none of them)"
+    f"pip install --no-deps {PACKAGE}=={TESTED_VERSION} filelock mpmath "
+    "(its declared dependencies are every model vendor's SDK; the data, the AST checker and the multi-turn "
+    "backends need none of them; filelock and mpmath come with torch)"
 )
 _CHECKER = "bfcl_eval.eval_checker.ast_eval.ast_checker"
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
