@@ -149,3 +149,15 @@ def test_verify_prints_a_row_error_holding_brackets_as_text(paths, tmp_path):
     res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
     assert res.exception is None and res.exit_code == 0, repr(res.exception)
     assert "line 1: task '[/x]': responses_create_params.input must be" in res.output
+
+
+def test_verify_of_a_file_with_a_broken_line_names_it_and_writes_nothing(paths, tmp_path):
+    # rows are verified as they are read: one that is not JSON after good ones still ends the command
+    # before any verdict is written
+    rollouts, out = tmp_path / "r.jsonl", tmp_path / "v.jsonl"
+    good = {**json.loads(Path(paths["tasks"]).read_text().split("\n")[0]), "response": {"output": []}}
+    rollouts.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n{broken\n")
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", str(out)])
+    assert res.exit_code == 2 and re.search(r"r\.jsonl:3: not valid JSON", res.output) and not out.exists()
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
+    assert res.exit_code == 2 and '"reward"' not in res.stdout

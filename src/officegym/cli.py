@@ -299,10 +299,11 @@ def verify(
     w = _world(world)
     try:
         index = TaskIndex(read_tasks(tasks)) if tasks else None
-        rows = list(iter_jsonl(rollouts))
+        # Each row is verified as it is read and then dropped; a line that is not JSON still ends
+        # the command before anything is written.
+        verdicts = list(verify_rollouts(w, iter_jsonl(rollouts), index, mode))
     except (OSError, TaskFormatError) as exc:
         _fail(str(exc))
-    verdicts = list(verify_rollouts(w, rows, index, mode))
     lines = [v.to_row() for v in verdicts]
     if out is not None:
         write_jsonl(out, lines)
