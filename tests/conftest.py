@@ -9,6 +9,10 @@ import pytest
 
 from officegym.envs.workplace.world import NAN, build_world, load_world
 
+# The same numerics on every CI machine: precision auto means float32 on a CPU in the tests, whether
+# or not this one has bf16 hardware (tests of the detection set the flags themselves).
+os.environ.setdefault("OFFICEGYM_CPU_BF16", "0")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("OFFICEGYM_SHARED", REPO.parent / "shared"))
 REFERENCE = SHARED / "reference" / "workplace"

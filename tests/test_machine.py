@@ -36,3 +36,66 @@ def test_advice_only_when_other_work_holds_a_core():
 def test_a_real_reading_is_within_the_cores():
     load = measure_load(0.05)
     assert load is not None and 0.0 <= load.busy <= load.cores + 0.5
+
+
+def test_bf16_counts_as_native_only_with_amx_or_avx512_bf16(monkeypatch):
+    monkeypatch.delenv("OFFICEGYM_CPU_BF16", raising=False)
+    assert machine.cpu_bf16({"avx2", "fma"}) is None
+    assert machine.cpu_bf16({"avx512f", "avx512_bf16"}) == "avx512_bf16"
+    assert machine.cpu_bf16({"amx_bf16", "avx512_bf16"}) == "amx_bf16"
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2"})
+    assert machine.cpu_dtype() == "float32"
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2", "amx_bf16"})
+    assert machine.cpu_dtype() == "bfloat16"
+
+
+def test_cpu_flags_read_this_machine():
+    flags = machine.cpu_flags()
+    assert isinstance(flags, set)
+    if flags:  # Linux x86: every such CPU has sse2
+        assert machine.cpu_bf16(flags) in (None, *machine.BF16_FLAGS)
+
+
+def test_precision_auto_follows_the_cpus_bf16_hardware_and_bf16_without_it_warns(monkeypatch, caplog):
+    torch = pytest.importorskip("torch")
+    from officegym.train.modeling import autocast_dtype
+
+    monkeypatch.delenv("OFFICEGYM_CPU_BF16", raising=False)
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2"})
+    assert autocast_dtype("auto", "cpu") is None
+    assert autocast_dtype("fp32", "cpu") is None
+    with caplog.at_level("WARNING", logger="officegym.train.modeling"):
+        assert autocast_dtype("bf16", "cpu") is torch.bfloat16
+    assert "30x slower" in caplog.text
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx512f", "amx_bf16"})
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="officegym.train.modeling"):
+        assert autocast_dtype("auto", "cpu") is torch.bfloat16
+        assert autocast_dtype("bf16", "cpu") is torch.bfloat16
+    assert not caplog.text
+
+
+def test_vllm_on_a_cpu_defaults_to_the_cpus_dtype_and_keeps_an_explicit_one(monkeypatch, caplog):
+    from officegym.agent import vllm_engine
+
+    monkeypatch.delenv("OFFICEGYM_CPU_BF16", raising=False)
+    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: True)
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2"})
+    assert vllm_engine.engine_options({})["dtype"] == "float32"
+    assert vllm_engine.engine_options({"dtype": "auto"})["dtype"] == "float32"
+    assert vllm_engine.engine_options({"dtype": "float32"})["dtype"] == "float32"
+    with caplog.at_level("WARNING", logger="officegym.agent.vllm_engine"):
+        assert vllm_engine.engine_options({"dtype": "bfloat16"})["dtype"] == "bfloat16"
+    assert "emulated" in caplog.text
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"amx_bf16"})
+    assert vllm_engine.engine_options({})["dtype"] == "bfloat16"
+    assert vllm_engine.engine_options({"dtype": "auto"})["dtype"] == "bfloat16"
+
+
+def test_the_environment_can_force_bf16_on_or_off(monkeypatch):
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"amx_bf16"})
+    monkeypatch.setenv("OFFICEGYM_CPU_BF16", "0")
+    assert machine.cpu_dtype() == "float32"
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2"})
+    monkeypatch.setenv("OFFICEGYM_CPU_BF16", "1")
+    assert machine.cpu_dtype() == "bfloat16"

@@ -89,6 +89,18 @@ def _load() -> Check:
     return Check("CPU load", "ok", detail)
 
 
+def _bf16() -> Check:
+    from officegym.machine import cpu_bf16, cpu_flags
+
+    flag = cpu_bf16()
+    if flag:
+        return Check("CPU bfloat16", "ok", f"in hardware ({flag}): CPU training and vLLM use bf16")
+    if not cpu_flags():
+        return Check("CPU bfloat16", "ok", "CPU features not readable here: CPU training and vLLM use float32")
+    return Check("CPU bfloat16", "ok", "emulated (no amx_bf16 or avx512_bf16): CPU training and vLLM use float32; "
+                 "asking for bf16 here makes training ~30x slower")
+
+
 def run_checks() -> list[Check]:
     py = sys.version_info
     checks = [
@@ -98,6 +110,7 @@ def run_checks() -> list[Check]:
     ]
     checks += _torch()
     checks.append(_load())
+    checks.append(_bf16())
     checks += [
         _package("transformers", "transformers", "the hf: policy and training", "pip install 'officegym[train]'"),
         _package("peft", "peft", "LoRA training", "pip install 'officegym[train]'"),

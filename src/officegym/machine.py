@@ -81,3 +81,37 @@ def load_advice(load: Load | None) -> str | None:
     return (f"other processes keep {load.busy:.1f} of {load.cores} cores busy: training uses {n} "
             f"thread{'s' if n != 1 else ''} and every stage runs slower than on an idle machine "
             "(set OFFICEGYM_THREADS or model.threads to choose)")
+
+
+# CPU features that run bfloat16 matrix products in hardware. Without them PyTorch and vLLM emulate
+# bf16: on a 2-core AVX2 EPYC, a bf16-autocast training step was 31x slower than float32 and vLLM
+# decoded at 16 tok/s in bfloat16 against 28 in float32 (docs/benchmarks.md, "Precision on a CPU").
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_bf16(flags: set[str] | None = None) -> str | None:
+    """The flag that gives this CPU native bfloat16 matrix products, or None (emulated: slow).
+    OFFICEGYM_CPU_BF16=0 or 1 overrides what the flags say."""
+    forced = os.environ.get("OFFICEGYM_CPU_BF16", "").strip()
+    if flags is None and forced in ("0", "1"):
+        return "OFFICEGYM_CPU_BF16" if forced == "1" else None
+    flags = cpu_flags() if flags is None else flags
+    return next((f for f in BF16_FLAGS if f in flags), None)
+
+
+def cpu_dtype() -> str:
+    """The dtype CPU generation and training default to: bfloat16 where the CPU has it in hardware,
+    float32 elsewhere."""
+    return "bfloat16" if cpu_bf16() else "float32"

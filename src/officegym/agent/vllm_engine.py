@@ -72,7 +72,15 @@ def engine_options(options: dict[str, Any]) -> dict[str, Any]:
     distribution actually sampled from, temperature applied), eager on CPU."""
     out = {"enable_prefix_caching": True, "logprobs_mode": "processed_logprobs"}
     if _on_cpu():
+        from officegym.machine import cpu_bf16, cpu_dtype
+
         out["enforce_eager"] = True
+        out["dtype"] = cpu_dtype()  # bfloat16 only where the CPU has it in hardware (machine.py)
+        if options.get("dtype") == "auto":
+            options = {k: v for k, v in options.items() if k != "dtype"}
+        elif options.get("dtype") in ("bfloat16", "bf16") and not cpu_bf16():
+            log.warning("vLLM dtype bfloat16 on a CPU without bf16 matrix units: emulated, decoding ~1.8x slower "
+                        "than float32 here; leave dtype unset (or auto) to get float32")
     out.update({k: v for k, v in options.items() if v is not None})
     if _on_cpu():
         # Sleep mode does not exist on CPU, and the KV cache size comes from VLLM_CPU_KVCACHE_SPACE.

@@ -182,7 +182,8 @@ class ModelConfig(Section):
     name: str = Field("smollm2-135m", description="smollm2-135m, a local model directory or a hub id")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16"] = Field(
-        "auto", description="auto: bf16 autocast on a GPU that supports it, fp32 on CPU; weights stay fp32 either way"
+        "auto", description="auto: bf16 autocast on a GPU or CPU with bf16 hardware (AMX, AVX512-BF16), else fp32; "
+        "weights stay fp32 either way"
     )
     chat_template: Literal["auto", "officegym", "model"] = "auto"
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the cores this process may use)")
