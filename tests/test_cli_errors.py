@@ -161,3 +161,12 @@ def test_verify_of_a_file_with_a_broken_line_names_it_and_writes_nothing(paths, 
     assert res.exit_code == 2 and re.search(r"r\.jsonl:3: not valid JSON", res.output) and not out.exists()
     res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
     assert res.exit_code == 2 and '"reward"' not in res.stdout
+
+
+def test_verify_names_the_line_where_the_rollouts_stop_being_utf8(paths, tmp_path):
+    # the rollouts file is read once; its text is checked when the reader fails on it
+    rollouts, out = tmp_path / "r.jsonl", tmp_path / "v.jsonl"
+    good = {**json.loads(Path(paths["tasks"]).read_text().split("\n")[0]), "response": {"output": []}}
+    rollouts.write_bytes((json.dumps(good) + "\n").encode() * 2 + '{"id": "caf\u00e9"}\n'.encode("latin-1"))
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", str(out)])
+    assert res.exit_code == 2 and re.search(r"is not UTF-8 text \(byte 0xe9 on line 3\)", res.output) and not out.exists()

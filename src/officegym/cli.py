@@ -291,7 +291,7 @@ def verify(
 
     if mode not in MODES:
         _fail(f"--mode must be one of {', '.join(MODES)}")
-    input_file(rollouts, "rollouts file")
+    input_file(rollouts, "rollouts file", utf8=False)  # read once, below, and checked there
     if tasks is not None:
         input_file(tasks, "task file")
     if out is not None:
@@ -302,6 +302,9 @@ def verify(
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends
         # the command before anything is written.
         verdicts = list(verify_rollouts(w, iter_jsonl(rollouts), index, mode))
+    except UnicodeDecodeError:
+        input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
+        raise
     except (OSError, TaskFormatError) as exc:
         _fail(str(exc))
     lines = [v.to_row() for v in verdicts]

@@ -98,3 +98,21 @@ def test_workbench_strings_never_evaluated(text, capfd):
     call = parse_workbench_call(text)
     assert call.parse_error
     assert "pwned" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("text", [
+    '{"email_id": "00000001"}', "{}", "[1, 2]", '"text"', "3", "NaN", "-Infinity", "null", " {} ", "{}\n", "\ufeff{}",
+    '{"a": 1} {"b": 2}', '{"a": 1}x', "{", "", " ", '{"a": }', "{'a': 1}", '{"a": "\\ud800"}', '{"a": 1e999}',
+])
+def test_arguments_decode_exactly_as_json_loads(text):
+    from officegym.core.toolcalls import _json_loads
+
+    try:
+        expected = json.loads(text)
+    except json.JSONDecodeError as exc:
+        with pytest.raises(json.JSONDecodeError) as ours:
+            _json_loads(text)
+        assert str(ours.value) == str(exc)
+    else:
+        got = _json_loads(text)
+        assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)

@@ -19,12 +19,16 @@ class InputError(ValueError):
     """A path given to a command cannot be used; the message names it and says why."""
 
 
-def input_file(path: str | os.PathLike[str], what: str = "file") -> Path:
-    """`path` if it is a readable UTF-8 text file, else InputError (`what` names it: "task file")."""
+def input_file(path: str | os.PathLike[str], what: str = "file", utf8: bool = True) -> Path:
+    """`path` if it is a readable UTF-8 text file, else InputError (`what` names it: "task file").
+
+    The UTF-8 check reads the whole file. A command that reads a big file once anyway may skip it
+    (`utf8=False`) and call `input_file(path, what)` when its reader meets a UnicodeDecodeError: the
+    InputError then says on which line the text stops being UTF-8."""
     p = Path(path)
     try:
         with open(p, "rb") as fh:
-            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # a pipe read here would be empty for the reader
+            if utf8 and stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # a pipe read here would be empty for the reader
                 _check_utf8(fh, p, what)
     except FileNotFoundError:
         raise InputError(f"no such {what}: {p}") from None

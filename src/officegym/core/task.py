@@ -150,7 +150,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     decoder = RowDecoder()
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+            if line.isspace():  # (not strip(): that copies every 19 KB line)
                 continue
             try:
                 yield lineno, decoder.loads(line)
