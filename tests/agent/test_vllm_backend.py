@@ -148,3 +148,17 @@ def test_vllm_load_notices_are_filtered_once_and_nothing_else():
     skipped = "CPU backend doesn't allow to use `torch.set_num_threads` after the thread binding, skip it."
     assert not _QuietReload().filter(record(skipped))
     assert any(isinstance(f, _QuietReload) for f in logging.getLogger("vllm.v1.worker.cpu_worker").filters)
+
+
+def test_vllms_import_time_future_warning_is_silenced_and_others_are_not():
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    from officegym.agent.vllm_engine import _quiet_import
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _quiet_import()
+        torch.distributed.reduce_op  # noqa: B018 (the access is what warns)
+        warnings.warn("something else", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else"]

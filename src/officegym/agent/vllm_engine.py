@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,7 @@ def _start(path: Path | str, opts: dict[str, Any]) -> Any:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     if _on_cpu():
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    _quiet_import()
     try:
         import torch
         import vllm
@@ -164,6 +166,12 @@ class _QuietReload(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not any(n in message for n in self.NOTICES)
+
+
+def _quiet_import() -> None:
+    """vLLM's import touches an alias torch deprecated, a FutureWarning printed twice per process that
+    no user can act on."""
+    warnings.filterwarnings("ignore", message=r"`torch\.distributed\.reduce_op` is deprecated", category=FutureWarning)
 
 
 def _quiet_loading() -> None:
