@@ -45,7 +45,8 @@ def test_a_heartbeat_shows_the_policys_work_while_no_rollout_has_finished():
     from officegym.progress import heartbeat, policy_activity
 
     class Policy:
-        stats = {"calls": 0, "completion_tokens": 0}
+        def __init__(self):
+            self.stats = {"calls": 0, "completion_tokens": 0}
 
     policy = Policy()
     assert policy_activity(policy) is None  # nothing to say before the first call
