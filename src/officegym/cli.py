@@ -467,22 +467,14 @@ def _eval_environment(name: str, world: Path | None, mode: str | None):
 def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:
     """A run folder holds one environment's and one policy's rollouts: resuming it with another is
     refused (the old rows would be reported under the new name), unless `fresh` clears it first."""
+    from officegym.core.run_folder import clear_run, foreign_run
+
     if fresh:
-        for name in ("rollouts.jsonl", "metrics.json", "run.json"):
-            (out / name).unlink(missing_ok=True)
+        clear_run(out, ("rollouts.jsonl", "metrics.json", "run.json"))
         return
-    try:
-        before = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(before, dict) or not (out / "rollouts.jsonl").exists():
-        return
-    env_before = before.get("env", WORKPLACE)
-    if isinstance(env_before, str) and env_before != env_name:
-        _fail(f"{out} holds rollouts of {env_before}, not {env_name}: use another --out (or --fresh to start over)")
-    if policy is not None and isinstance(before.get("policy"), str) and before["policy"] != policy:
-        _fail(f"{out} holds rollouts of policy {before['policy']!r}, not {policy!r}: use another --out "
-              "(or --fresh to start over)")
+    problem = foreign_run(out, "rollouts.jsonl", {"env": env_name, "policy": policy}, {"env": WORKPLACE}, "rollouts")
+    if problem:
+        _fail(problem)
 
 
 def _run_env_name(run_dir: Path, rows: list) -> str:

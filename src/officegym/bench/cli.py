@@ -27,20 +27,14 @@ def _fail(message: str) -> None:
 def _check_run(out: Path, policy: str, version: str, fresh: bool) -> None:
     """A run folder holds one policy's results on one bfcl-eval version: resuming it with another is
     refused (old rows would be reported under the new name), unless `fresh` clears it first."""
+    from officegym.core.run_folder import clear_run, foreign_run
+
     if fresh:
-        for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
+        clear_run(out, RUN_FILES)
         return
-    try:
-        before = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(before, dict) or not (out / "results.jsonl").exists():
-        return
-    for key, now in (("policy", policy), ("bfcl_eval_version", version)):
-        if isinstance(before.get(key), str) and before[key] != now:
-            _fail(f"{out} holds BFCL results of {key.replace('_', ' ')} {before[key]!r}, not {now!r}: "
-                  "use another --out (or --fresh to start over)")
+    problem = foreign_run(out, "results.jsonl", {"policy": policy, "bfcl_eval_version": version}, what="BFCL results")
+    if problem:
+        _fail(problem)
 
 
 async def _preflight(pol) -> str | None:
