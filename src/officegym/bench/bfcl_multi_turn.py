@@ -41,6 +41,7 @@ from typing import Any
 from officegym.agent.formats import assistant_message
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import BfclCase
+from officegym.bench.bfcl_score import backend_error_verdict, call_row
 from officegym.core.policy import Completion, PolicyRequest
 from officegym.core.types import ToolCall, ToolSpec
 
@@ -139,11 +140,6 @@ def _clip(text: str, limit: int = RESULT_CHARS_KEPT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
-def _call_row(call: ToolCall) -> dict[str, Any]:
-    arguments = call.arguments if call.parse_error is None else call.raw_arguments
-    return {"name": call.name, "arguments": arguments, **({"parse_error": call.parse_error} if call.parse_error else {})}
-
-
 @dataclass
 class Episode:
     """What one episode did: per turn, the call strings of each executing step (the checker's
@@ -212,7 +208,7 @@ async def run_episode(case: BfclCase, submit: Callable[[PolicyRequest], Awaitabl
                     return episode
                 calls = [_fresh_id(c, t, step, i, used_ids) for i, c in enumerate(completion.tool_calls)]
                 messages.append(assistant_message(completion.text, calls))
-                step_log: dict[str, Any] = {"text": _clip(completion.text, 1000), "calls": [_call_row(c) for c in calls]}
+                step_log: dict[str, Any] = {"text": _clip(completion.text, 1000), "calls": [call_row(c) for c in calls]}
                 turn_log["steps"].append(step_log)
                 step += 1
                 if not calls and not completion.invalid:
@@ -294,8 +290,7 @@ def _details(result: dict[str, Any]) -> Any:
 def episode_row(case: BfclCase, episode: Episode, seconds: float) -> dict[str, Any]:
     """The stored result of one multi-turn entry (the same keys as a single-turn row, plus turns)."""
     if episode.backend_error:
-        verdict = {"valid": False, "error": [f"model backend failed: {episode.backend_error}"],
-                   "error_type": "officegym:backend_error", "details": None}
+        verdict = backend_error_verdict(episode.backend_error, details=None)
     else:
         verdict = score_episode(case, episode)
     last = episode.last or Completion()
@@ -312,7 +307,7 @@ def episode_row(case: BfclCase, episode: Episode, seconds: float) -> dict[str, A
         "question": _clip(first_user, 600),
         "turns": episode.transcript,
         "text": last.text,
-        "calls": [_call_row(c) for c in last.tool_calls],
+        "calls": [call_row(c) for c in last.tool_calls],
         "invalid": list(last.invalid),
         "finish_reason": last.finish_reason,
         "steps": episode.steps,

@@ -22,7 +22,14 @@ from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import LIVE_AST, BfclCase
 from officegym.bench.bfcl_multi_turn import run_and_row
-from officegym.bench.bfcl_score import bfcl_summary, category_scores, pooled, score_completion
+from officegym.bench.bfcl_score import (
+    backend_error_verdict,
+    bfcl_summary,
+    call_row,
+    category_scores,
+    pooled,
+    score_completion,
+)
 from officegym.core.files import atomic_write, jsonl_line, load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 
@@ -41,16 +48,10 @@ def backend_failed(row: dict[str, Any]) -> bool:
     return bool(row.get("backend_error"))
 
 
-def _call_row(call: Any) -> dict[str, Any]:
-    arguments = call.arguments if call.parse_error is None else call.raw_arguments
-    return {"name": call.name, "arguments": arguments, **({"parse_error": call.parse_error} if call.parse_error else {})}
-
-
 def result_row(case: BfclCase, completion: Completion, seconds: float) -> dict[str, Any]:
     """The stored result of one entry: the verdict, what the model did, and its cost."""
     if completion.error:
-        verdict = {"valid": False, "error": [f"model backend failed: {completion.error}"],
-                   "error_type": "officegym:backend_error", "decoded": None}
+        verdict = backend_error_verdict(completion.error, decoded=None)
     else:
         verdict = score_completion(case, completion)
     return {
@@ -63,7 +64,7 @@ def result_row(case: BfclCase, completion: Completion, seconds: float) -> dict[s
         "decoded": verdict["decoded"],
         "question": _question(case),
         "text": completion.text,
-        "calls": [_call_row(c) for c in completion.tool_calls],
+        "calls": [call_row(c) for c in completion.tool_calls],
         "invalid": list(completion.invalid),
         "finish_reason": completion.finish_reason,
         "prompt_tokens": completion.prompt_tokens,

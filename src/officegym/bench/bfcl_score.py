@@ -128,3 +128,14 @@ def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     k = sum(bool(r.get("valid")) for r in rows)
     return {"n": n, "correct": k, "accuracy": k / n if n else None, "ci95": list(wilson_interval(k, n))}
+
+
+def call_row(call: Any) -> dict[str, Any]:
+    """A tool call as a results row stores it (the raw text where its arguments did not decode)."""
+    arguments = call.arguments if call.parse_error is None else call.raw_arguments
+    return {"name": call.name, "arguments": arguments, **({"parse_error": call.parse_error} if call.parse_error else {})}
+
+
+def backend_error_verdict(error: str, **fields: Any) -> dict[str, Any]:
+    """The verdict of an entry whose model backend failed (rerun on resume, not scored)."""
+    return {"valid": False, "error": [f"model backend failed: {error}"], "error_type": "officegym:backend_error", **fields}
