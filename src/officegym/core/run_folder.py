@@ -21,8 +21,9 @@ def foreign_run(out: Path, rows_file: str, expected: dict[str, str | None], defa
     for key, now in expected.items():
         saved = before.get(key, (defaults or {}).get(key))
         if now is not None and isinstance(saved, str) and saved != now:
-            label = {"env": ""}.get(key, key.replace("_", " ") + " ")
-            return f"{out} holds {what} of {label}{saved!r}, not {now!r}: use another --out (or --fresh to start over)"
+            # an environment is named bare ("rollouts of roles/cost"), other settings quoted with their key
+            shown = (saved, now) if key == "env" else (f"{key.replace('_', ' ')} {saved!r}", repr(now))
+            return f"{out} holds {what} of {shown[0]}, not {shown[1]}: use another --out (or --fresh to start over)"
     return None
 
 
