@@ -353,7 +353,7 @@ def eval_cmd(
     env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the task rows name, else workplace.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: workplace outcome (default) or nemo_gym; roles exact.")] = None,
-    reward: Annotated[str, typer.Option("--reward", help="binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "binary",
+    reward: Annotated[str, typer.Option("--reward", help="outcome (the verifier's score), binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "outcome",
     max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 6,
     temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
@@ -514,12 +514,10 @@ async def _preflight(pol) -> str | None:
 
 
 def _reward(spec: str, writes):
-    if spec == "binary":
-        return None
-    from officegym.rewards import make_reward
+    from officegym.rewards import training_reward
 
     try:
-        return make_reward(json.loads(spec) if spec.lstrip().startswith("{") else spec, writes=writes)
+        return training_reward(json.loads(spec) if spec.lstrip().startswith("{") else spec, writes=writes)
     except (ValueError, KeyError, TypeError) as exc:
         _fail(f"--reward: {exc}")
 

@@ -16,6 +16,7 @@ from officegym.rewards import (
     ShapedConfig,
     ShapedReward,
     UnknownRewardError,
+    VerifierScore,
     WeightedSum,
     find_unnecessary_steps,
     make_reward,
@@ -377,7 +378,7 @@ def test_weighted_sum_names_repeats_and_rejects_bad_weights():
 
 def test_make_reward_from_names_mappings_and_strings():
     assert isinstance(make_reward("binary"), BinaryOutcome)
-    assert isinstance(make_reward("outcome"), BinaryOutcome)
+    assert isinstance(make_reward("outcome"), VerifierScore)
     r = make_reward("shaped", writes=WRITES, quality_weight=0.05, normalize=True)
     assert isinstance(r, ShapedReward) and r.config.quality_weight == 0.05 and r.max_total == 1.0
     combo = make_reward({"shaped": 0.5, "binary": 0.5}, writes=WRITES)

@@ -11,6 +11,7 @@ from typing import Any
 from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.core.task import Task
 from officegym.eval.stats import wilson_interval
+from officegym.rewards.calls import count_calls
 
 ERROR_KINDS = ("missing write", "extra write", "wrong tool", "wrong argument value", "invalid call")
 
@@ -62,7 +63,7 @@ def classify_failure(row: dict[str, Any], gt_names: list[str], write_tools: froz
         return "missing write"
     if len(pred_writes) > len(gt_writes):
         return "extra write"
-    if any(s != "ok" for s in status) or og.get("invalid_fragments"):
+    if count_calls(status, og.get("invalid_fragments") or [])[0]:
         return "invalid call"
     return "wrong argument value"
 
@@ -81,7 +82,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
     buckets: dict[str, list[bool]] = defaultdict(list)
     groups: dict[str, dict[str, list[bool]]] = {"category": defaultdict(list), "difficulty": defaultdict(list), "template": defaultdict(list)}
     taxonomy: dict[str, int] = dict.fromkeys(ERROR_KINDS, 0)
-    invalid_calls = total_calls = failed_with_invalid = 0
+    invalid_calls = total_calls = failed_with_invalid = n_with_invalid = 0
     for tid, trs in by_task.items():
         task = task_by_id.get(tid)
         gt_names = [c.name for c in task.ground_truth] if task else []
@@ -100,11 +101,13 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
             groups["template"][str(meta.get("template", "-"))].append(ok)
             status = officegym_of(r).get("call_status") or []
             frags = officegym_of(r).get("invalid_fragments") or []
-            total_calls += len(status) + len(frags)
-            invalid_calls += sum(s != "ok" for s in status) + len(frags)
+            bad, attempted = count_calls(status, frags)
+            total_calls += attempted
+            invalid_calls += bad
+            n_with_invalid += bool(bad)
             if not ok:
                 taxonomy[classify_failure(r, gt_names, write_tools)] += 1
-                failed_with_invalid += bool(frags) or any(s != "ok" for s in status)
+                failed_with_invalid += bool(bad)
     empty_share = statistics.fmean(
         len(write_calls([c.name for c in task_by_id[t].ground_truth], write_tools)) == 0
         for t in by_task if t in task_by_id
@@ -127,6 +130,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         "by": {g: {key: _rate(v) for key, v in sorted(d.items())} for g, d in groups.items()},
         "side_effect_rate": statistics.fmean(bool((o.get("verdict") or {}).get("side_effects")) for o in og),
         "invalid_call_rate": invalid_calls / total_calls if total_calls else 0.0,
+        "rollouts_with_invalid_call": n_with_invalid / n_rows,
         "calls_per_rollout": statistics.fmean(len(_calls(r)) for r in rows),
         "tokens_per_rollout": statistics.fmean(o.get("tokens", 0) for o in og),
         "seconds_per_rollout": {"median": statistics.median(seconds), "mean": statistics.fmean(seconds)},

@@ -38,6 +38,7 @@ from officegym.review.replay import fingerprint_diff, oracle_calls, state_finger
 from officegym.review.rows import Group, RolloutRef, group_rows, read_run
 from officegym.review.store import Store
 from officegym.review.worlds import Environments, WorldSpecError, spec_for_run
+from officegym.rewards.calls import count_calls
 
 REASONS: dict[str, str] = {
     "oracle_fails": "every sample fails and the oracle fails on replay too: task or verifier bug",
@@ -142,11 +143,11 @@ def _difficulty(task: Task) -> float | None:
 
 
 def _calls_count(ref: RolloutRef) -> tuple[int, int]:
-    """(calls made, invalid ones: failed statuses plus malformed fragments)."""
+    """(calls made, invalid ones: rewards/calls.py, failed statuses plus malformed fragments)."""
     status = ref.og.get("call_status") if isinstance(ref.og.get("call_status"), list) else []
     frags = ref.og.get("invalid_fragments") if isinstance(ref.og.get("invalid_fragments"), list) else []
     n = len(ref.calls())
-    return n + len(frags), sum(1 for s in status if s != "ok") + len(frags)
+    return n + len(frags), count_calls((str(s) for s in status), frags)[0]
 
 
 def flag_rows(

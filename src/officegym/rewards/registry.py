@@ -9,7 +9,8 @@ from typing import Any
 from officegym.rewards.base import RewardFunction, WriteTools
 from officegym.rewards.call_match import CallMatch
 from officegym.rewards.combine import WeightedSum
-from officegym.rewards.outcome import BinaryOutcome
+from officegym.rewards.outcome import BinaryOutcome, VerifierScore
+from officegym.rewards.penalty import InvalidCallPenalty
 from officegym.rewards.shaped import ShapedConfig, ShapedReward
 
 
@@ -22,6 +23,12 @@ def _binary(writes: WriteTools = None, **options: Any) -> RewardFunction:
     if options:
         raise ValueError(f"reward 'binary' takes no options, got {', '.join(sorted(options))}")
     return BinaryOutcome()
+
+
+def _outcome(writes: WriteTools = None, **options: Any) -> RewardFunction:
+    if options:
+        raise ValueError(f"reward 'outcome' takes no options, got {', '.join(sorted(options))}")
+    return VerifierScore()
 
 
 def _shaped(writes: WriteTools = None, **options: Any) -> RewardFunction:
@@ -40,8 +47,8 @@ def _call_match(writes: WriteTools = None, **options: Any) -> RewardFunction:
 
 
 # name -> factory(writes=..., **options)
-_FACTORIES: dict[str, Callable[..., RewardFunction]] = {"binary": _binary, "shaped": _shaped, "call_match": _call_match}
-_ALIASES = {"outcome": "binary"}
+_FACTORIES: dict[str, Callable[..., RewardFunction]] = {"binary": _binary, "outcome": _outcome, "shaped": _shaped,
+                                                         "call_match": _call_match}
 
 
 def register_reward(name: str, factory: Callable[..., RewardFunction]) -> None:
@@ -67,7 +74,7 @@ def make_reward(spec: Any, *, writes: WriteTools = None, **options: Any) -> Rewa
     if isinstance(spec, str) and (":" in spec or "," in spec):
         spec = _parse_weights(spec)
     if isinstance(spec, str):
-        name = _ALIASES.get(spec.strip(), spec.strip())
+        name = spec.strip()
         if name not in _FACTORIES:
             raise UnknownRewardError(spec)
         return _FACTORIES[name](writes=writes, **options)
@@ -101,3 +108,13 @@ def _parse_weights(text: str) -> dict[str, float]:
     if not weights:
         raise ValueError(f"empty reward spec {text!r}")
     return weights
+
+
+def training_reward(spec: Any, *, writes: WriteTools = None, invalid_call_penalty: float = 0.0) -> RewardFunction | None:
+    """The reward a run trains on, logs and writes out. None stands for "outcome" without a
+    penalty: the agent loop then takes the verifier's score from the verdict itself (the same
+    value, without a call per rollout)."""
+    if isinstance(spec, str) and spec.strip() == "outcome" and not invalid_call_penalty:
+        return None
+    reward = make_reward(spec, writes=writes)
+    return InvalidCallPenalty(reward, invalid_call_penalty) if invalid_call_penalty else reward

@@ -54,8 +54,8 @@ Unnecessary steps
 -----------------
 Each attempted call is classified at most once, by the first rule that applies, in this order:
 
-1. failed: a call whose status is rejected, error or invalid, and every malformed call fragment
-   of a turn (`Turn.invalid`). The statuses are what the model saw; `verdict.invalid_calls` is not
+1. failed: an invalid call as rewards/calls.py defines it (status rejected, error or invalid) and
+   every malformed call fragment of a turn (`Turn.invalid`). The statuses are what the model saw; `verdict.invalid_calls` is not
    used because it indexes the verifier's replay, which need not line up with the trajectory.
 2. duplicate: the same tool and the same arguments (compared as canonical JSON) as an earlier
    *successful* call. Retrying a call that failed is not a duplicate (the failure already counted).
@@ -97,6 +97,7 @@ from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory
 from officegym.core.types import ToolCall, Verdict
 from officegym.rewards.base import RewardResult, WriteTools, write_predicate
+from officegym.rewards.calls import is_invalid_status, trajectory_calls
 
 STEP_MODES = ("auto", "writes", "calls")
 REASONS = ("failed", "duplicate", "reverted", "unused_read")
@@ -182,10 +183,8 @@ class ShapedReward:
         optimal, steps = self.count_steps(task, trajectory)
         efficiency = 1.0 if steps == 0 else min(1.0, optimal / steps)
 
-        executions = _executions(trajectory)
-        attempted = len(executions) + sum(len(t.invalid) for t in trajectory.turns)
-        succeeded = sum(1 for e in executions if e.status == "ok")
-        quality = 1.0 if attempted == 0 else succeeded / attempted
+        invalid, attempted = trajectory_calls(trajectory)
+        quality = 1.0 if attempted == 0 else (attempted - invalid) / attempted
 
         wasted = find_unnecessary_steps(trajectory, self.is_write, c, planned_reads(task, self.is_write))
         penalty = min(c.penalty_cap, c.step_penalty * len(wasted))
@@ -249,7 +248,7 @@ def find_unnecessary_steps(
     reasons: dict[int, str] = {}
 
     for i, (_, e) in enumerate(flat):
-        if e.status != "ok":
+        if is_invalid_status(e.status):
             reasons[i] = "failed"
 
     seen: set[tuple[str, str]] = set()

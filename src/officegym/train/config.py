@@ -269,8 +269,11 @@ class GRPOConfig(Section):
     curriculum: Literal["uniform", "variance"] = Field("uniform", description="variance: draw prompts by the expected "
                                                         "reward variance p(1-p) of their template (train/curriculum.py)")
     curriculum_floor: float = Field(0.05, gt=0, le=0.25, description="smallest draw weight of a template (variance curriculum)")
-    reward: str | dict[str, Any] = Field("binary", description="any officegym.rewards spec: binary, shaped, {shaped: 0.5, binary: 0.5}")
-    invalid_call_penalty: float = Field(0.0, ge=0, description="subtracted from the reward of a rollout with an invalid call")
+    reward: str | dict[str, Any] = Field("outcome", description="any officegym.rewards spec: outcome (the verifier's own "
+                                         "score, graded where it grades), binary (1/0 on a match), shaped, "
+                                         "{shaped: 0.5, binary: 0.5}")
+    invalid_call_penalty: float = Field(0.0, ge=0, description="subtracted from the reward of a rollout with an invalid "
+                                        "call (rewards/calls.py: malformed, unknown tool, bad arguments or refused)")
     invalid_call_advantage: float | None = Field(None, description="overrides the advantage of such rollouts (NeMo RL)")
     skip_zero_advantage: bool = Field(True, description="no forward/backward for rollouts whose advantage is 0 when "
                                       "kl_beta is 0: their loss and gradient are exactly 0 (the normaliser still counts them)")

@@ -5,8 +5,9 @@ One step:
      `num_generations_per_prompt` times through the agent loop with the policy being trained;
      with dynamic sampling, groups whose rewards do not vary are dropped ("skip") or replaced by
      groups of further tasks ("refill", up to `max_refill_batches` extra batches);
-  2. rewards come from the environment's verifier (binary outcome, or any officegym reward),
-     minus `invalid_call_penalty` for rollouts with an invalid call; advantages are group-relative
+  2. rewards come from the environment's verifier (its own score, or any officegym reward), minus
+     `invalid_call_penalty` for rollouts with an invalid call (rewards/calls.py), computed once by
+     the reward function and logged as trained; advantages are group-relative
      (leave-one-out or mean baseline, group/batch/no std scaling, optional clip), and
      `invalid_call_advantage` overrides the advantage of such rollouts;
   3. each rollout becomes one training row from its token ledger (the exact sampled ids; only they
@@ -35,6 +36,7 @@ from typing import Any
 
 from officegym.core.task import Task
 from officegym.core.trajectory import TemplateMismatchError, Trajectory
+from officegym.rewards.calls import invalid_calls
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
@@ -42,7 +44,6 @@ from officegym.train.modeling import generation_policy, load_train_model, push_w
 from officegym.train.rollouts import (
     RolloutWriter,
     collect,
-    invalid_calls,
     make_reward_fn,
     rollout_metrics,
     validate,
@@ -106,7 +107,7 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     tm.model.eval()  # no dropout: the sampler and the learner must be the same function
     policy = generation_policy(tm, cfg)
-    reward_fn = make_reward_fn(cfg.grpo.reward, env)
+    reward_fn = make_reward_fn(cfg.grpo.reward, env, cfg.grpo.invalid_call_penalty)
     params = tm.trainable_parameters()
     optimizer = make_optimizer(params, cfg.optim)
     scheduler = make_scheduler(optimizer, cfg.optim, cfg.grpo.max_steps)
@@ -234,7 +235,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
             sampled.append(grp)
             observe = getattr(stream, "observe", None)
             if observe is not None:
-                observe(task, [_reward(t, g) for t in trajs])
+                observe(task, [_reward(t) for t in trajs])
             if g.dynamic_sampling == "off" or _varies(grp, g):
                 groups.append(grp)
         if g.dynamic_sampling != "refill":
@@ -247,7 +248,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
         raise TrainingSetupError(f"step {step}: all {len(all_trajs)} rollouts failed in the generation backend: "
                                  f"{all_trajs[0].error}")
     metrics.update(rollout_metrics(all_trajs, "train"))
-    sampled_rewards = torch.tensor([_reward(t, g) for t in all_trajs], dtype=torch.float64)
+    sampled_rewards = torch.tensor([_reward(t) for t in all_trajs], dtype=torch.float64)
     sampled_gids = torch.tensor([i for i, grp in enumerate(sampled) for _ in grp.trajectories], dtype=torch.long)
     metrics["train/zero_variance_groups"] = float(zero_variance_groups(sampled_rewards, sampled_gids).float().mean())
     metrics["train/groups_used"] = float(len(groups))
@@ -262,7 +263,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     trajs = [t for grp in groups for t in grp.trajectories]
     advantages = torch.zeros(0)
     if trajs:
-        rewards = torch.tensor([_reward(t, g) for t in trajs], dtype=torch.float64)
+        rewards = torch.tensor([_reward(t) for t in trajs], dtype=torch.float64)
         gids = torch.tensor([i for i, grp in enumerate(groups) for _ in grp.trajectories], dtype=torch.long)
         advantages = group_advantages(rewards, gids, baseline=g.baseline, scale=g.scale, eps=g.advantage_eps,
                                       clip=g.advantage_clip)
@@ -299,15 +300,13 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     return metrics
 
 
-def _reward(traj: Trajectory, g: Any) -> float:
-    r = float(traj.reward) if traj.reward is not None else 0.0
-    if g.invalid_call_penalty and invalid_calls(traj):
-        r -= g.invalid_call_penalty
-    return r
+def _reward(traj: Trajectory) -> float:
+    """The trained reward: the reward function (penalty included) set it on the trajectory."""
+    return float(traj.reward) if traj.reward is not None else 0.0
 
 
 def _varies(grp: Group, g: Any) -> bool:
-    rewards = [_reward(t, g) for t in grp.trajectories]
+    rewards = [_reward(t) for t in grp.trajectories]
     return max(rewards) - min(rewards) > g.advantage_eps
 
 

@@ -16,6 +16,7 @@ from officegym.core.policy import SamplingParams
 from officegym.core.rollout_row import officegym_of, rollout_row
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
+from officegym.rewards.calls import invalid_calls, trajectory_calls
 from officegym.train.config import RunConfig
 from officegym.train.runtime import EpisodeBudget
 from officegym.train.tracking import truncate_jsonl
@@ -59,24 +60,12 @@ class TimedReward:
             self.seconds += time.perf_counter() - t0
 
 
-def make_reward_fn(spec: Any, env: Any) -> Any:
-    """None for the plain binary outcome (the loop uses the verdict), else an officegym reward."""
-    if spec in ("binary", "outcome"):
-        return None
-    from officegym.rewards import make_reward
+def make_reward_fn(spec: Any, env: Any, invalid_call_penalty: float = 0.0) -> Any:
+    """The reward the run trains on, logs and writes out (rewards.training_reward): None for the
+    verifier's own score without a penalty (the loop reads it from the verdict)."""
+    from officegym.rewards import training_reward
 
-    return make_reward(spec, writes=getattr(env, "write_tools", None))
-
-
-def invalid_calls(traj: Trajectory) -> int:
-    """Malformed call fragments plus calls that could not run (bad JSON arguments, unknown tool,
-    bad arguments): what an invalid-tool-call penalty punishes. A tool's own refusal ("Email not
-    found.") is an answer, not an invalid call."""
-    n = 0
-    for turn in traj.turns:
-        n += len(turn.invalid)
-        n += sum(1 for e in turn.executions if e.call.parse_error is not None or e.status in ("error", "invalid"))
-    return n
+    return training_reward(spec, writes=getattr(env, "write_tools", None), invalid_call_penalty=invalid_call_penalty)
 
 
 def loop_config(cfg: RunConfig, temperature: float, seed: int | None = None, validation: bool = False) -> LoopConfig:
@@ -123,18 +112,22 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
 
 
 def rollout_metrics(trajs: Sequence[Trajectory], prefix: str) -> dict[str, float]:
-    """Reward, accuracy, invalid-call rate, turns and stop reasons of a set of rollouts."""
+    """Reward (the trained one), accuracy, invalid calls (rewards/calls.py: the share of calls and the
+    share of rollouts with one), turns and stop reasons of a set of rollouts."""
     import statistics
 
     if not trajs:
         return {}
     rewards = [float(t.reward or 0.0) for t in trajs]
+    counts = [trajectory_calls(t) for t in trajs]
+    invalid, attempted = sum(c[0] for c in counts), sum(c[1] for c in counts)
     matched = [1.0 if (t.verdict or {}).get("matched") else 0.0 for t in trajs]
     out = {
         f"{prefix}/reward_mean": statistics.fmean(rewards),
         f"{prefix}/reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
         f"{prefix}/accuracy": statistics.fmean(matched),
-        f"{prefix}/invalid_call_rate": statistics.fmean(1.0 if invalid_calls(t) else 0.0 for t in trajs),
+        f"{prefix}/invalid_call_rate": invalid / attempted if attempted else 0.0,
+        f"{prefix}/rollouts_with_invalid_call": statistics.fmean(1.0 if invalid_calls(t) else 0.0 for t in trajs),
         f"{prefix}/turns_per_rollout": statistics.fmean(len(t.turns) for t in trajs),
         f"{prefix}/sampled_tokens_per_rollout": statistics.fmean(sum(x.completion_tokens for x in t.turns) for t in trajs),
         f"{prefix}/backend_errors": float(sum(1 for t in trajs if t.error)),

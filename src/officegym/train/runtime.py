@@ -92,7 +92,7 @@ def check_run_inputs(cfg: RunConfig) -> None:
         for path in sft.rollouts:
             input_file(path, "rollouts file (sft.rollouts)")
     grpo = getattr(cfg, "grpo", None)
-    if grpo is not None and grpo.reward not in ("binary", "outcome"):
+    if grpo is not None:
         from officegym.rewards import make_reward
 
         try:
