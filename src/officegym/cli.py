@@ -62,17 +62,9 @@ def _fail(message: str) -> None:
 
 def _default_world() -> Path:
     """Without --world: the generated world of seed 0 (reference size), made once into the cache."""
-    import os
+    from officegym.envs.workplace.generate import default_world
 
-    from officegym.envs.workplace.generate import generate_world, write_world
-
-    cache = Path(os.environ.get("OFFICEGYM_CACHE") or Path.home() / ".cache" / "officegym")
-    path = cache / "worlds" / "seed0-reference"
-    if not (path / "world.json").exists():
-        console.print(f"no --world given: generating the default world (seed 0) into {path}", markup=False)
-        with contextlib.suppress(FileExistsError):  # another process wrote it first
-            write_world(generate_world(0, "reference"), path, overwrite=True)
-    return path
+    return default_world(announce=lambda text: console.print(text, markup=False))
 
 
 def _world(path: Path | None):

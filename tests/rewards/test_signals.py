@@ -18,8 +18,8 @@ from officegym.rewards import (
     count_calls,
     invalid_calls,
     make_reward,
-    trajectory_calls,
     training_reward,
+    trajectory_calls,
 )
 
 TASK = Task(id=0, input=[{"role": "user", "content": "do it"}], ground_truth=[])

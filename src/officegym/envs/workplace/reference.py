@@ -21,6 +21,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from officegym.core.cache import cache_root
+
 NEMO_GYM_VERSION = "0.7.0"
 WHEEL_NAME = f"nemo_gym-{NEMO_GYM_VERSION}-py3-none-any.whl"
 # The wheel requires Python >= 3.12; asking pip for that version lets it download on 3.11 too.
@@ -40,9 +42,8 @@ REFERENCE_FRAMES = {
 
 
 def cache_dir() -> Path:
-    """The officegym cache: `$OFFICEGYM_CACHE`, else `~/.cache/officegym`."""
-    env = os.environ.get("OFFICEGYM_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "officegym"
+    """The officegym cache (core/cache.py)."""
+    return cache_root()
 
 
 def reference_root() -> Path:

@@ -36,6 +36,7 @@ from officegym.envs.workplace.generate.checks import (
     find_problems,
     world_problems,
 )
+from officegym.envs.workplace.generate.default import default_world, default_world_path
 from officegym.envs.workplace.generate.world import (
     SIZES,
     Company,
@@ -55,6 +56,8 @@ __all__ = [
     "WorldCheckError",
     "check_tables",
     "check_world",
+    "default_world",
+    "default_world_path",
     "find_problems",
     "generate_world",
     "world_files",
