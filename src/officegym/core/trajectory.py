@@ -46,6 +46,10 @@ class ToolExecution:
     truncated: bool = False
     seconds: float = 0.0
 
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.call.name,

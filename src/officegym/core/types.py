@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,18 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     strict: bool = False
+
+    @classmethod
+    def from_schema(cls, schema: dict[str, Any]) -> ToolSpec:
+        """A ToolSpec from a Responses-API tool entry or a Chat-Completions one (`{"function": {...}}`);
+        the one conversion every environment, the client and SFT use."""
+        fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+        return cls(
+            name=str(fn.get("name", "")),
+            description=str(fn.get("description", "")),
+            parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+            strict=bool(fn.get("strict", False)),
+        )
 
     def to_schema(self) -> dict[str, Any]:
         return {
@@ -31,6 +44,36 @@ class ToolSpec:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What one tool call returned, for every environment and the remote client.
+
+    `status` is "ok", "rejected" (the tool refused with its own message), "error" (unknown tool,
+    bad arguments, an exception) or "invalid" (not a call). The text the model sees is `body` when
+    set, else `render(value, status)` when the environment renders its own way (the workplace:
+    NeMo Gym's HTTP body), else `{"output": value}` or, for a failed call, `{"error": value}`.
+    Rendering is lazy: a verifier's replay only asks `ok`.
+    """
+
+    value: Any
+    status: str = "ok"
+    body: str | None = None
+    render: Callable[[Any, str], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def text(self) -> str:
+        if self.body is not None:
+            return self.body
+        if self.render is not None:
+            return self.render(self.value, self.status)
+        key = "output" if self.status == "ok" else "error"
+        return json.dumps({key: self.value}, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @dataclass(slots=True)

@@ -12,21 +12,11 @@ from typing import Any
 from officegym.core.protocols import Environment
 from officegym.core.task import Task
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
+from officegym.core.trajectory import ToolExecution
 from officegym.core.types import ToolCall, Verdict
 
 
-@dataclass
-class CallResult:
-    call: ToolCall
-    output: str
-    status: str  # ok | rejected | error
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-def replay(env: Environment, task: Task | None, calls: Sequence[ToolCall]) -> tuple[Any, list[CallResult]]:
+def replay(env: Environment, task: Task | None, calls: Sequence[ToolCall]) -> tuple[Any, list[ToolExecution]]:
     """Run calls in order in a fresh session; returns the session and every call's result."""
     session = env.session(task)
     results = []
@@ -35,9 +25,9 @@ def replay(env: Environment, task: Task | None, calls: Sequence[ToolCall]) -> tu
         execute = getattr(session, "execute", None)
         if execute is not None:
             r = execute(call.name, args)
-            results.append(CallResult(call, r.text, r.status))
+            results.append(ToolExecution(call, r.text, r.status))
         else:  # an environment without statuses: the text is all there is
-            results.append(CallResult(call, session.call(call.name, args), "ok"))
+            results.append(ToolExecution(call, session.call(call.name, args), "ok"))
     return session, results
 
 
@@ -162,7 +152,7 @@ class CorrectionCheck:
     scores against it."""
 
     calls: list[ToolCall]
-    results: list[CallResult]
+    results: list[ToolExecution]
     self_verdict: Verdict
     rescored: Verdict | None = None
     warnings: list[str] = field(default_factory=list)

@@ -32,9 +32,8 @@ from typing import Any
 
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
-from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolSpec, Verdict
-from officegym.envs.workplace.env import spec_from_schema
-from officegym.envs.workplace.results import ToolResult, invalid_json_result
+from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolResult, ToolSpec, Verdict
+from officegym.envs.workplace.results import invalid_json_result
 from officegym.server.protocol import RESERVED_PATHS, STATUS_HEADER
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -359,11 +358,11 @@ class RemoteEnvironment:
             health = await self.client.health()
             self.name = str(health.get("environment") or "remote")
             self.write_tools = frozenset(health.get("write_tools") or ())
-            self._tools = [spec_from_schema(t) for t in await self.client.tools()]
+            self._tools = [ToolSpec.from_schema(t) for t in await self.client.tools()]
 
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
-            return [spec_from_schema(t) for t in task.tools]
+            return [ToolSpec.from_schema(t) for t in task.tools]
         if self._tools is None:
             raise RuntimeError("RemoteEnvironment: call `await env.connect()` (or use `async with`) first")
         return list(self._tools)

@@ -102,12 +102,6 @@ def ground_truth_conversations(env: Any, tasks: Sequence[Task], calls_per_turn: 
     return out
 
 
-def _spec(tool: dict[str, Any]) -> ToolSpec:
-    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    return ToolSpec(str(fn.get("name", "")), str(fn.get("description", "")),
-                    fn.get("parameters") or {"type": "object", "properties": {}})
-
-
 def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report: BuildReport) -> list[Conversation]:
     """Conversations of rollout rows with reward >= min_reward (eval's rollouts.jsonl format)."""
     out = []
@@ -140,7 +134,7 @@ def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report
             if not any(m.get("role") == "assistant" for m in messages):
                 report.drop("no assistant turn")
                 continue
-            out.append(Conversation(f"{p.name}:{lineno}", messages, [_spec(t) for t in task.tools]))
+            out.append(Conversation(f"{p.name}:{lineno}", messages, [ToolSpec.from_schema(t) for t in task.tools]))
     report.conversations += len(out)
     return out
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from officegym.core.task import Task
-from officegym.core.types import InvalidCall, ToolCall, ToolSpec, Verdict
+from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
 from officegym.envs.roles.schema import schema_error
 
 GENERATOR_VERSION = 1
@@ -77,23 +77,6 @@ class Grade:
     evidence: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class RoleResult:
-    """A tool result: the value and a status (ok | rejected | error), rendered on demand."""
-
-    value: Any
-    status: str = "ok"
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def text(self) -> str:
-        key = "output" if self.status == "ok" else "error"
-        return json.dumps({key: self.value}, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def claim_matches(claimed: float, actual: float, absolute: float = CLAIM_ABSOLUTE) -> bool:
     """Whether a figure the answer claims agrees with the recomputed one (0.5 % or `absolute`)."""
     return abs(claimed - actual) <= max(absolute, CLAIM_RELATIVE * abs(actual))
@@ -125,12 +108,6 @@ ESCALATE_SPEC = tool(
     {"reason": {"type": "string", "description": "Which requirement cannot be met, and why."}},
     ["reason"],
 )
-
-
-def spec_from_schema(schema: dict[str, Any]) -> ToolSpec:
-    fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
-    return ToolSpec(str(fn.get("name", "")), str(fn.get("description", "")),
-                    fn.get("parameters") or {"type": "object", "properties": {}}, bool(fn.get("strict", False)))
 
 
 def escalation_grade(scenario: Scenario, answer: ToolCall) -> Grade | None:
@@ -166,46 +143,46 @@ class RoleSession:
         self.answer: ToolCall | None = None
         self.extra_answers = 0
 
-    def execute(self, name: Any, arguments: Any = None) -> RoleResult:
+    def execute(self, name: Any, arguments: Any = None) -> ToolResult:
         if self.scenario is None:
-            return RoleResult(self.problem or "this session has no scenario: open it with a task", "error")
+            return ToolResult(self.problem or "this session has no scenario: open it with a task", "error")
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError) as exc:
-                return RoleResult(f"arguments are not valid JSON: {exc}", "error")
+                return ToolResult(f"arguments are not valid JSON: {exc}", "error")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return RoleResult("arguments must be a JSON object", "error")
+            return ToolResult("arguments must be a JSON object", "error")
         spec = self.specs.get(name) if isinstance(name, str) else None
         if spec is None:
-            return RoleResult(f"unknown tool {str(name)!r}; available: {', '.join(self.specs)}", "error")
+            return ToolResult(f"unknown tool {str(name)!r}; available: {', '.join(self.specs)}", "error")
         error = schema_error(arguments, spec.parameters)
         if error:
-            return RoleResult(f"{name}: {error}", "error")
+            return ToolResult(f"{name}: {error}", "error")
         if name in self.env.answer_tools:
             if self.answer is not None:
                 self.extra_answers += 1
-                return RoleResult("an answer was already submitted; the first answer is final", "rejected")
+                return ToolResult("an answer was already submitted; the first answer is final", "rejected")
             self.answer = ToolCall(name, arguments)
-            return RoleResult("Answer recorded. The episode is over: reply without calling a tool.")
+            return ToolResult("Answer recorded. The episode is over: reply without calling a tool.")
         reader = self.env.readers().get(name)
         if reader is None:
-            return RoleResult(f"tool {name!r} is not available here", "error")
+            return ToolResult(f"tool {name!r} is not available here", "error")
         try:
-            return RoleResult(reader(self.scenario, arguments))
+            return ToolResult(reader(self.scenario, arguments))
         except ToolRefusal as exc:
-            return RoleResult(str(exc), "rejected")
+            return ToolResult(str(exc), "rejected")
 
     def call(self, name: str, arguments: Any = None) -> str:
         return self.execute(name, arguments).text
 
-    def replay(self, calls: Sequence[ToolCall]) -> list[RoleResult]:
+    def replay(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         out = []
         for c in calls:
             if c.parse_error is not None:
-                out.append(RoleResult(c.parse_error, "error"))
+                out.append(ToolResult(c.parse_error, "error"))
             else:
                 out.append(self.execute(c.name, c.arguments))
         return out
@@ -344,7 +321,7 @@ class RoleEnvironment:
             if cached is None or cached[0] is not task.tools:
                 if len(self._spec_cache) > 4096:
                     self._spec_cache.clear()
-                cached = (task.tools, [spec_from_schema(t) for t in task.tools])
+                cached = (task.tools, [ToolSpec.from_schema(t) for t in task.tools])
                 self._spec_cache[id(task.tools)] = cached
             return list(cached[1])
         return self.tool_specs(None)

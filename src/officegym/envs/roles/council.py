@@ -33,13 +33,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from officegym.core.types import ToolCall, ToolSpec
+from officegym.core.types import ToolCall, ToolResult, ToolSpec
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
     Grade,
     RoleEnvironment,
-    RoleResult,
     RoleSession,
     Scenario,
     claim_matches,
@@ -400,54 +399,54 @@ class CouncilState:
         self.events.append(event)
         return event
 
-    def share(self, seat: str, fact_ids: Sequence[str]) -> RoleResult:
+    def share(self, seat: str, fact_ids: Sequence[str]) -> ToolResult:
         mine = {fid for fid, f in self.facts.items() if f["owner"] == seat}
         wanted = sorted(mine) if list(fact_ids) == ["all"] else list(dict.fromkeys(fact_ids))
         unknown = [f for f in wanted if f not in mine]
         if unknown:
-            return RoleResult(f"not your facts: {', '.join(unknown[:5])}", "rejected")
+            return ToolResult(f"not your facts: {', '.join(unknown[:5])}", "rejected")
         self.shared[seat].update(wanted)
         records = [self.facts[f] for f in wanted]
         self._log(seat, "share", facts=records)
-        return RoleResult({"shared": len(records), "facts": records})
+        return ToolResult({"shared": len(records), "facts": records})
 
-    def propose(self, seat: str, selection: dict[str, str]) -> RoleResult:
+    def propose(self, seat: str, selection: dict[str, str]) -> ToolResult:
         problems = check_selection(self.full, selection)
         if problems:
-            return RoleResult("; ".join(problems), "rejected")
+            return ToolResult("; ".join(problems), "rejected")
         plan_id = f"PLAN-{len(self.proposals) + 1}"
         self.proposals[plan_id] = dict(selection)
         self.proposers[plan_id] = seat
         self.responses[plan_id] = {}
         self._log(seat, "propose", plan_id=plan_id, selection=dict(selection))
-        return RoleResult({"plan_id": plan_id})
+        return ToolResult({"plan_id": plan_id})
 
-    def respond(self, seat: str, plan_id: str, reason: str | None = None, fact_id: str | None = None) -> RoleResult:
+    def respond(self, seat: str, plan_id: str, reason: str | None = None, fact_id: str | None = None) -> ToolResult:
         if plan_id not in self.proposals:
-            return RoleResult(f"unknown plan {plan_id!r}", "rejected")
+            return ToolResult(f"unknown plan {plan_id!r}", "rejected")
         if reason is None:
             self.responses[plan_id][seat] = "accept"
             self._log(seat, "accept", plan_id=plan_id)
-            return RoleResult({"accepted": plan_id})
+            return ToolResult({"accepted": plan_id})
         if reason not in REASONS:
-            return RoleResult(f"reason_code must be one of {', '.join(REASONS)}", "rejected")
+            return ToolResult(f"reason_code must be one of {', '.join(REASONS)}", "rejected")
         valid = objection_valid(self.full, self.facts, self.proposals[plan_id], reason, fact_id or "")
         self.objections.append(Objection(seat, plan_id, reason, fact_id or "", valid))
         self.responses[plan_id][seat] = "object"
         self._log(seat, "object", plan_id=plan_id, reason_code=reason, fact_id=fact_id)
-        return RoleResult({"objected": plan_id})
+        return ToolResult({"objected": plan_id})
 
-    def commit(self, plan_id: str, claimed_tco: float) -> RoleResult:
+    def commit(self, plan_id: str, claimed_tco: float) -> ToolResult:
         if plan_id not in self.proposals:
-            return RoleResult(f"unknown plan {plan_id!r}: commit a proposed plan", "rejected")
+            return ToolResult(f"unknown plan {plan_id!r}: commit a proposed plan", "rejected")
         self.outcome = ("commit", plan_id, claimed_tco)
         self._log(MEDIATOR, "commit", plan_id=plan_id, claimed_tco=claimed_tco)
-        return RoleResult({"committed": plan_id})
+        return ToolResult({"committed": plan_id})
 
-    def escalate(self, reason: str) -> RoleResult:
+    def escalate(self, reason: str) -> ToolResult:
         self.outcome = ("escalate", reason, None)
         self._log(MEDIATOR, "escalate", reason=reason)
-        return RoleResult({"escalated": True})
+        return ToolResult({"escalated": True})
 
 
 def check_selection(public: dict[str, Any], selection: Any) -> list[str]:
@@ -598,13 +597,13 @@ class CouncilSession(RoleSession):
         if self.state is not None:
             self.state.rounds = 1  # facts are gathered in the first round
 
-    def execute(self, name: Any, arguments: Any = None) -> RoleResult:
+    def execute(self, name: Any, arguments: Any = None) -> ToolResult:
         if self.state is not None and self.answer is not None and name in ("request_facts", "propose_plan"):
-            return RoleResult("the council has ended", "rejected")
+            return ToolResult("the council has ended", "rejected")
         if self.state is None or self.answer is not None or name not in ("request_facts", "propose_plan", COMMIT):
             return self._finish(super().execute(name, arguments), name)
         checked = self._checked(name, arguments)
-        if isinstance(checked, RoleResult):
+        if isinstance(checked, ToolResult):
             return checked
         state, args = self.state, checked
         if name == "request_facts":
@@ -624,12 +623,12 @@ class CouncilSession(RoleSession):
                 else:
                     state.respond(seat, plan_id, reason, fact_id)
                     replies.append({"seat": seat, "act": "object", "reason_code": reason, "fact_id": fact_id})
-            return RoleResult({"plan_id": plan_id, "responses": replies})
+            return ToolResult({"plan_id": plan_id, "responses": replies})
         if args["plan_id"] not in state.proposals:
-            return RoleResult(f"unknown plan {args['plan_id']!r}: commit a proposed plan", "rejected")
+            return ToolResult(f"unknown plan {args['plan_id']!r}: commit a proposed plan", "rejected")
         return self._finish(super().execute(name, args), name)
 
-    def _checked(self, name: str, arguments: Any) -> RoleResult | dict[str, Any]:
+    def _checked(self, name: str, arguments: Any) -> ToolResult | dict[str, Any]:
         """Arguments decoded and schema-checked the way RoleSession does, without running the call."""
         import json
 
@@ -639,17 +638,17 @@ class CouncilSession(RoleSession):
             try:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError) as exc:
-                return RoleResult(f"arguments are not valid JSON: {exc}", "error")
+                return ToolResult(f"arguments are not valid JSON: {exc}", "error")
         arguments = {} if arguments is None else arguments
         if not isinstance(arguments, dict):
-            return RoleResult("arguments must be a JSON object", "error")
+            return ToolResult("arguments must be a JSON object", "error")
         spec = self.specs.get(name)
         if spec is None:
-            return RoleResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", "error")
+            return ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", "error")
         error = schema_error(arguments, spec.parameters)
-        return RoleResult(f"{name}: {error}", "error") if error else arguments
+        return ToolResult(f"{name}: {error}", "error") if error else arguments
 
-    def _finish(self, result: RoleResult, name: Any) -> RoleResult:
+    def _finish(self, result: ToolResult, name: Any) -> ToolResult:
         if self.state is not None and self.answer is not None and self.state.outcome is None:
             args = self.answer.arguments
             if self.answer.name == COMMIT:

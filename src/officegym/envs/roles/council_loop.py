@@ -28,8 +28,8 @@ from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
-from officegym.core.types import ToolCall, ToolSpec, Verdict
-from officegym.envs.roles.base import ESCALATE, ESCALATE_SPEC, MODE, Grade, RoleResult, Scenario, tool
+from officegym.core.types import ToolCall, ToolResult, ToolSpec, Verdict
+from officegym.envs.roles.base import ESCALATE, ESCALATE_SPEC, MODE, Grade, Scenario, tool
 from officegym.envs.roles.council import (
     COMMIT,
     MEDIATOR,
@@ -130,20 +130,20 @@ def _assistant(completion: Completion, calls: Sequence[ToolCall]) -> dict[str, A
     return message
 
 
-def act(state: CouncilState, seat: str, call: ToolCall) -> RoleResult:
+def act(state: CouncilState, seat: str, call: ToolCall) -> ToolResult:
     """Run one seat's act against the council; never raises on model input."""
     specs = {s.name: s for s in seat_specs(seat)}
     if call.parse_error is not None:
-        return RoleResult(call.parse_error, "error")
+        return ToolResult(call.parse_error, "error")
     spec = specs.get(call.name)
     if spec is None:
-        return RoleResult(f"unknown act {call.name!r}; available: {', '.join(specs)}", "error")
+        return ToolResult(f"unknown act {call.name!r}; available: {', '.join(specs)}", "error")
     args = call.arguments if call.arguments is not None else {}
     error = schema_error(args, spec.parameters) if isinstance(args, dict) else "arguments must be a JSON object"
     if error:
-        return RoleResult(f"{call.name}: {error}", "error")
+        return ToolResult(f"{call.name}: {error}", "error")
     if state.outcome is not None:
-        return RoleResult("the council has ended", "rejected")
+        return ToolResult("the council has ended", "rejected")
     if call.name == "share_facts":
         return state.share(seat, args["fact_ids"])
     if call.name == "propose_plan":

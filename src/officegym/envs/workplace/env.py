@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
@@ -16,17 +15,6 @@ from officegym.envs.workplace.verify import DEFAULT_MODE, verify_calls
 from officegym.envs.workplace.world import World, load_world
 
 NAME = "workplace_assistant"
-
-
-def spec_from_schema(schema: dict[str, Any]) -> ToolSpec:
-    """A ToolSpec from a Responses-API or Chat-Completions tool entry."""
-    fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
-    return ToolSpec(
-        name=str(fn.get("name", "")),
-        description=str(fn.get("description", "")),
-        parameters=fn.get("parameters") or {"type": "object", "properties": {}},
-        strict=bool(fn.get("strict", False)),
-    )
 
 
 class WorkplaceEnvironment:
@@ -48,7 +36,7 @@ class WorkplaceEnvironment:
             if cached is None or cached[0] is not task.tools:
                 if len(self._specs) > 4096:
                     self._specs.clear()
-                cached = (task.tools, [spec_from_schema(t) for t in task.tools])
+                cached = (task.tools, [ToolSpec.from_schema(t) for t in task.tools])
                 self._specs[id(task.tools)] = cached
             return list(cached[1])
         return list(TOOL_SPECS)

@@ -1,12 +1,14 @@
-"""How tool results are classified and rendered as the text the model sees."""
+"""How workplace tool results are classified and rendered as the text the model sees (the result
+type itself is core's ToolResult)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_json
+
+from officegym.core.types import ToolResult
 
 
 class Rejected(str):
@@ -15,25 +17,14 @@ class Rejected(str):
     __slots__ = ()
 
 
-@dataclass(slots=True)
-class ToolResult:
-    """The value a tool returned and whether the call failed.
+def _render(value: Any, status: str) -> str:
+    return render_output(value)
 
-    `status` is "ok", "rejected" (the tool refused with its own message) or "error" (unknown
-    tool, bad arguments, an exception inside the tool: the reference's "Error executing tool").
-    """
 
-    value: Any
-    status: str = "ok"
-    body: str | None = None  # set when the model sees something other than {"output": value}
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def text(self) -> str:
-        return self.body if self.body is not None else render_output(self.value)
+def tool_result(value: Any, status: str = "ok") -> ToolResult:
+    """A workplace result: the model sees NeMo Gym's `{"output": ...}` body whatever the status
+    ("rejected" and "error" messages are outputs there too)."""
+    return ToolResult(value, status, render=_render)
 
 
 def render_output(value: Any) -> str:

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from officegym.core.types import ToolCall
-from officegym.envs.workplace.results import Rejected, ToolResult, invalid_json_result, not_an_object_result
+from officegym.core.types import ToolCall, ToolResult
+from officegym.envs.workplace.results import Rejected, invalid_json_result, not_an_object_result, tool_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
 from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World
@@ -50,15 +50,15 @@ class WorkplaceSession:
             return not_an_object_result(arguments)
         entry = TOOLS.get(name) if isinstance(name, str) else None
         if entry is None:
-            return ToolResult(f"Error executing tool '{_printable(name)}': {_printable(name)!r}", "error")
+            return tool_result(f"Error executing tool '{_printable(name)}': {_printable(name)!r}", "error")
         if drop_nulls:
             arguments = {k: v for k, v in arguments.items() if v is not None}
         toolkit, method = entry
         try:
             value = getattr(toolkit(self), method)(**arguments)
         except Exception as exc:  # the reference returns every exception to the model as text
-            return ToolResult(f"Error executing tool '{name}': {exc}", "error")
-        return ToolResult(value, "rejected" if isinstance(value, Rejected) else "ok")
+            return tool_result(f"Error executing tool '{name}': {exc}", "error")
+        return tool_result(value, "rejected" if isinstance(value, Rejected) else "ok")
 
     def call(self, name: str, arguments: Any = None) -> str:
         """What the model sees for a tool call: the reference's HTTP body `{"output": ...}`."""
