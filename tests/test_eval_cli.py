@@ -72,7 +72,7 @@ def test_eval_clear_errors(reference_dir, tmp_path):
     assert res.exit_code == 2 and "baseline of the role environments" in res.output
     res = runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", world, "--mode", "exact",
                               "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "--mode must be one of" in res.output
+    assert res.exit_code == 2 and "unknown verification mode 'exact'" in res.output
     res = runner.invoke(app, ["eval", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tasks", str(tasks),
                               "--world", world, "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "cannot reach the model server" in res.output

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
+from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
 
 console = Console(stderr=True)
@@ -138,14 +139,19 @@ def generate_tasks_command(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into --out even if it is not empty (files of the same name are replaced).")] = False,
 ) -> None:
     """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
-    from officegym.core import registry
     from officegym.progress import progress
 
     levels = _difficulty(difficulty) if difficulty is not None else None
     output_dir(out, "--out", overwrite=overwrite)
-    if registry.canonical_name(env) != "workplace_assistant":
+    try:
+        own_generator, sdg_worlds = registry.has_task_generator(env), registry.takes_world(env)
+    except registry.UnknownEnvironmentError as exc:
+        _fail(str(exc))
+    if own_generator:
         _generate_env_tasks(env, out, n, seed, levels)
         return
+    if not sdg_worlds:
+        _fail(f"environment {env!r} has no task generator")
     if levels is not None:
         _fail("--difficulty applies to the role environments (roles/*); workplace tasks get their level from the template")
     from officegym.envs.workplace.world import WorldFormatError
@@ -192,7 +198,6 @@ def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tupl
     """Generators of other environments (`env.generate_tasks(n, seed, difficulty=...)`), split by task id."""
     import time
 
-    from officegym.core import registry
     from officegym.core.task import write_jsonl
     from officegym.sdg.splits import SPLITS, SplitPlan
 
@@ -382,7 +387,7 @@ def eval_cmd(
     config = LoopConfig(max_steps=max_steps, mode=mode,
                         params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
     run_info = {"policy": policy, "env": env_name, "tasks": str(tasks),
-                "world": str(world) if env_name == WORKPLACE else None, "k": k, "mode": mode, "reward": reward,
+                "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "base_url": base_url, "limit": limit}
     out.mkdir(parents=True, exist_ok=True)
@@ -400,7 +405,7 @@ def eval_cmd(
             _fail(str(exc))
     metrics = compute_metrics(result.rows, task_list, environment.write_tools)
     _write_json(out / "metrics.json", metrics)
-    title = f"officegym eval: {policy}" + ("" if env_name == WORKPLACE else f" on {env_name}")
+    title = f"officegym eval: {policy}" + ("" if env_name == registry.DEFAULT_ENVIRONMENT else f" on {env_name}")
     html_path, _ = write_report(out, metrics, result.rows, title=title)
     _print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}", markup=False)
@@ -413,19 +418,15 @@ def eval_cmd(
               f"{(first.get('officegym') or {}).get('error')}")
 
 
-WORKPLACE = "workplace_assistant"
-
-
 def _eval_env_name(given: str | None, task_list) -> str:
     """The environment to evaluate in: `given`, else the single registered one the rows name, else
     the workplace. Rows naming another registered environment are a clear error."""
-    from officegym.core import registry
 
     known = set(registry.names())
     named = {registry.canonical_name(t.environment_name) for t in task_list if t.environment_name}
     named &= known
     if given is None:
-        return named.pop() if len(named) == 1 else WORKPLACE
+        return named.pop() if len(named) == 1 else registry.DEFAULT_ENVIRONMENT
     name = registry.canonical_name(given)
     if name not in known:
         _fail(str(registry.UnknownEnvironmentError(given)))
@@ -436,24 +437,16 @@ def _eval_env_name(given: str | None, task_list) -> str:
 
 
 def _eval_environment(name: str, world: Path | None, mode: str | None):
-    """The environment and the verification mode to use (the workplace's default mode: outcome)."""
-    from officegym.core import registry
+    """The environment and the verification mode to use (the environment's default mode if none)."""
+    from officegym.core.environment import EnvironmentSetupError
 
-    if name == WORKPLACE:
-        from officegym.envs.workplace.env import WorkplaceEnvironment
-        from officegym.envs.workplace.verify import MODES
-
-        mode = mode or "outcome"
-        if mode not in MODES:
-            _fail(f"--mode must be one of {', '.join(MODES)}")
-        return WorkplaceEnvironment(_world(world), mode=mode), mode
-    if world is not None:
-        _fail(f"--world applies to the workplace environment; {name} builds its episodes from the task rows")
     try:
-        made = registry.make(name, **({"mode": mode} if mode is not None else {}))
-    except (ValueError, TypeError) as exc:
-        _fail(f"{name}: {exc}")
-    return made, mode
+        if world is None and registry.takes_world(name):
+            world = _default_world()
+        made = registry.make(name, world=world, mode=mode)
+    except EnvironmentSetupError as exc:
+        _fail(str(exc))
+    return made, mode or made.mode
 
 
 def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:
@@ -464,14 +457,13 @@ def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: b
     if fresh:
         clear_run(out, ("rollouts.jsonl", "metrics.json", "run.json"))
         return
-    problem = foreign_run(out, "rollouts.jsonl", {"env": env_name, "policy": policy}, {"env": WORKPLACE}, "rollouts")
+    problem = foreign_run(out, "rollouts.jsonl", {"env": env_name, "policy": policy}, {"env": registry.DEFAULT_ENVIRONMENT}, "rollouts")
     if problem:
         _fail(problem)
 
 
 def _run_env_name(run_dir: Path, rows: list) -> str:
     """The environment of an eval run: run.json's `env`, else the one its rows name, else the workplace."""
-    from officegym.core import registry
 
     try:
         name = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("env")
@@ -482,18 +474,13 @@ def _run_env_name(run_dir: Path, rows: list) -> str:
     named = {registry.canonical_name(r.get("environment_name")) for r in rows
              if isinstance(r, dict) and isinstance(r.get("environment_name"), str)}
     named &= set(registry.names())
-    return named.pop() if len(named) == 1 else WORKPLACE
+    return named.pop() if len(named) == 1 else registry.DEFAULT_ENVIRONMENT
 
 
 def _write_tools_of(name: str):
     """Which tools change the outcome in environment `name` (for metrics)."""
-    if name == WORKPLACE:
-        from officegym.envs.workplace.tools import WRITE_TOOLS
 
-        return WRITE_TOOLS
-    from officegym.core import registry
-
-    return registry.make(name).write_tools
+    return registry.write_tools(name)
 
 
 async def _preflight(pol) -> str | None:
@@ -563,7 +550,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
     env_name = _run_env_name(run_dir, rows)
     metrics = compute_metrics(rows, list(tasks.values()), _write_tools_of(env_name))
     _write_json(run_dir / "metrics.json", metrics)
-    title = f"officegym eval: {run_dir.name}" + ("" if env_name == WORKPLACE else f" on {env_name}")
+    title = f"officegym eval: {run_dir.name}" + ("" if env_name == registry.DEFAULT_ENVIRONMENT else f" on {env_name}")
     html_path, md_path = write_report(run_dir, metrics, rows, title=title)
     _print_metrics(metrics, str(run_dir))
     console.print(f"report: {html_path}, {md_path}", markup=False)
@@ -631,13 +618,16 @@ def serve(
         from officegym.server.serve import ServeError, run_server
     except ImportError as exc:
         _fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
-    from officegym.core import registry
 
-    if registry.canonical_name(env) == WORKPLACE:
+    try:
+        with_world = registry.takes_world(env)
+    except registry.UnknownEnvironmentError as exc:
+        _fail(str(exc))
+    if with_world:
         w = _world(world)  # without --world: the default generated world, as for the other commands
         where = f" ({w.path})"
     elif world is not None:
-        _fail(f"--world applies to the workplace environment; {env} sessions are seeded from the task rows")
+        _fail(f"{env} takes no world: its sessions are seeded from the task rows")
     else:
         w, where = None, ""
     console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)

@@ -99,7 +99,7 @@ def test_eval_infers_the_environment_and_refuses_mismatches(generated, tmp_path)
     res = invoke("eval", "--env", "roles/nope", "--tasks", tasks, "--policy", "oracle", "--out", tmp_path / "x")
     assert res.exit_code == 2 and "unknown environment" in res.output
     res = invoke("eval", "--tasks", tasks, "--policy", "oracle", "--out", tmp_path / "x", "--world", tmp_path)
-    assert res.exit_code == 2 and "--world applies to the workplace" in res.output
+    assert res.exit_code == 2 and "takes no world" in res.output
     res = invoke("eval", "--tasks", tasks, "--policy", "oracle", "--out", tmp_path / "x", "--mode", "nemo_gym")
     assert res.exit_code == 2 and "unknown verification mode" in res.output
 

@@ -121,7 +121,7 @@ def test_build_environment_and_serve_settings():
 
     runner = CliRunner()
     res = runner.invoke(cli_app, ["serve", "--env", "roles/cost", "--world", "/x"])
-    assert res.exit_code == 2 and "--world applies to the workplace" in res.output
+    assert res.exit_code == 2 and "takes no world" in res.output
     res = runner.invoke(cli_app, ["serve", "--env", "roles/cost", "--mode", "nemo_gym"])
     assert res.exit_code == 2 and "unknown verification mode" in res.output
 

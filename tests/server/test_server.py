@@ -437,7 +437,7 @@ def test_run_rejects_bad_settings_and_reports_a_dead_model_server(tiny_env, tiny
 def test_serve_refuses_bad_settings(reference_dir):
     from officegym.server.serve import ServeError, main, make_app
 
-    for kwargs in ({"world": None}, {"world": "/nonexistent"}, {"env": "nope", "world": "x"},
+    for kwargs in ({"world": "/nonexistent"}, {"env": "nope", "world": "x"},
                    {"world": reference_dir / "csv_data", "mode": "bogus"}):
         with pytest.raises(ServeError):
             make_app(**kwargs)

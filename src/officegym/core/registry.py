@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment, EnvironmentSetupError
 from officegym.core.protocols import Environment
 
 # name -> "module:attribute" of a factory; resolved on first use.
@@ -19,10 +21,12 @@ _BUILTIN: dict[str, str] = {
     "roles/council": "officegym.envs.roles.council:CouncilEnvironment",
 }
 _ALIASES: dict[str, str] = {"workplace": "workplace_assistant"}
+# The environment of a task row that names none (NeMo Gym's rows are the workplace's).
+DEFAULT_ENVIRONMENT = "workplace_assistant"
 _FACTORIES: dict[str, Callable[..., Environment]] = {}
 
 
-class UnknownEnvironmentError(KeyError):
+class UnknownEnvironmentError(EnvironmentSetupError, KeyError):
     def __str__(self) -> str:
         return f"unknown environment {self.args[0]!r}; known: {', '.join(names())}"
 
@@ -56,6 +60,49 @@ def factory(name: str) -> Callable[..., Environment]:
     return made
 
 
-def make(name: str, **kwargs: Any) -> Environment:
-    """Build the environment registered as `name` (aliases such as "workplace" accepted)."""
-    return factory(name)(**kwargs)
+def make(name: str, *, world: Any = None, mode: str | None = None) -> Environment:
+    """Build the environment registered as `name` (aliases such as "workplace" accepted): the one
+    way to build one. `world` (a folder or a loaded world) is for environments that take one; they
+    get their default world without it. Every failure is an EnvironmentSetupError that says why."""
+    canonical = canonical_name(name)
+    made = factory(canonical)
+    kwargs: dict[str, Any] = {}
+    if getattr(made, "takes_world", False):
+        if world is None:
+            world = made.default_world()
+        kwargs["world"] = world
+    elif world is not None:
+        raise EnvironmentSetupError(f"{canonical} takes no world: its episodes come from the task rows")
+    if mode is not None:
+        modes = getattr(made, "modes", None)
+        if modes and mode not in modes:
+            raise EnvironmentSetupError(f"unknown verification mode {mode!r} for {canonical}; choose from {', '.join(modes)}")
+        kwargs["mode"] = mode
+    try:
+        env = made(**kwargs)
+    except EnvironmentSetupError:
+        raise
+    except (OSError, ValueError, TypeError) as exc:
+        where = f" from {world}" if isinstance(world, str | os.PathLike) else ""
+        raise EnvironmentSetupError(f"could not build {canonical}{where}: {exc}") from None
+    if not isinstance(env, BaseEnvironment):
+        raise EnvironmentSetupError(f"{canonical}: {type(env).__name__} must derive officegym.core.environment.BaseEnvironment")
+    return env
+
+
+def takes_world(name: str) -> bool:
+    """Whether the environment registered as `name` is built from a world (without building it)."""
+    return bool(getattr(factory(name), "takes_world", False))
+
+
+def has_task_generator(name: str) -> bool:
+    """Whether the environment registered as `name` generates its own tasks."""
+    made = factory(name)
+    own = getattr(made, "generate_tasks", None)
+    return own is not None and own is not BaseEnvironment.generate_tasks
+
+
+def write_tools(name: str) -> frozenset[str] | None:
+    """The tools that change state in environment `name`, from its class (without building it)."""
+    tools = getattr(factory(name), "write_tools", None)
+    return frozenset(tools) if isinstance(tools, frozenset | set | tuple | list) else None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.protocols import Environment
-from officegym.core.registry import make
+from officegym.core.registry import make, takes_world
 
 # What `officegym eval` uses without --world: the generated world of seed 0, reference size.
 DEFAULT_WORLD: dict[str, Any] = {"generated": {"seed": 0, "size": "reference"}}
@@ -111,13 +111,12 @@ class Environments:
         with self._lock:
             env = self._envs.get(key)
             if env is None:
-                world = self._worlds.get(key[1])
-                if world is None:
-                    world = self._worlds[key[1]] = load_spec(spec)
-                kwargs: dict[str, Any] = {"world": world}
-                if mode:
-                    kwargs["mode"] = mode
-                env = self._envs[key] = make(env_name, **kwargs)
+                world = None
+                if takes_world(env_name):
+                    world = self._worlds.get(key[1])
+                    if world is None:
+                        world = self._worlds[key[1]] = load_spec(spec)
+                env = self._envs[key] = make(env_name, world=world, mode=mode or None)
             return env
 
     def add_world(self, spec: dict[str, Any], world: Any) -> None:

@@ -131,8 +131,10 @@ def create_app(
         if given is not None and modes and given not in modes:
             raise ValueError(f"unknown verification mode {given!r}; choose from {', '.join(modes)}")
     # A cookie name is an RFC 6265 token: "roles/cost" must lose its slash.
-    default_cookie = (REFERENCE_COOKIE if env.name == "workplace_assistant"
-                      else "OfficegymResourcesServer___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name))
+    # NeMo Gym names a session cookie "<resources-server class>___<name>"; an environment that NeMo
+    # Gym also serves names its class (the workplace: WorkbenchResourcesServer), so the cookie matches.
+    server_class = getattr(env, "nemo_gym_server", None) or "OfficegymResourcesServer"
+    default_cookie = f"{server_class}___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name)
     cookie = cookie_name or default_cookie
     config = ServerConfig(
         max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,

@@ -77,11 +77,10 @@ class ServerState:
         return json_response({"status": "ok"})
 
     async def health(self, request: Request) -> Response:
-        world = getattr(self.env, "world", None)
         return json_response({
             "status": "ok",
             "environment": self.env.name,
-            "world": getattr(world, "path", None),
+            "world": getattr(self.env, "world_path", None),
             "mode": self.config.mode or getattr(self.env, "mode", None),
             "uptime_s": round(time.time() - self.started, 3),
             "sessions": self.store.stats().to_dict(),

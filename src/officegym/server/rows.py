@@ -22,11 +22,7 @@ MAX_ROW_DEPTH = 100
 
 def env_modes(env: Environment) -> tuple[str, ...]:
     """The verification modes `env` offers (empty when it names none)."""
-    if getattr(env, "name", None) == "workplace_assistant":
-        from officegym.envs.workplace.verify import MODES
-
-        return MODES
-    modes = getattr(env, "modes", ())
+    modes = getattr(env, "modes", ())  # a BaseEnvironment's; the protocol alone names none
     return tuple(modes) if isinstance(modes, tuple | list) and all(isinstance(m, str) for m in modes) else ()
 
 

@@ -31,20 +31,12 @@ class ServeError(ValueError):
 def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None):
     """The environment registered as `env`: the workplace loaded from `world` (a folder or a loaded
     World); any other from its name alone (a role environment's episodes come from the task rows)."""
-    from officegym.core.registry import UnknownEnvironmentError, canonical_name, make
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.core.registry import make
 
-    kwargs: dict[str, Any] = {}
-    if canonical_name(env) == "workplace_assistant":
-        kwargs["world"] = world
-    elif world is not None:
-        raise ServeError(f"{env} takes no world: its sessions are seeded from the task rows")
-    if mode is not None:
-        kwargs["mode"] = mode
     try:
-        return make(env, **kwargs)
-    except UnknownEnvironmentError as exc:
-        raise ServeError(str(exc)) from None
-    except (ValueError, OSError) as exc:  # no world, a folder without the csv_data layout
+        return make(env, world=world, mode=mode)
+    except EnvironmentSetupError as exc:  # unknown name, a world it cannot load or does not take, a bad mode
         raise ServeError(str(exc)) from None
 
 
@@ -125,10 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
     p.add_argument("--log-level", default="warning")
     a = p.parse_args(argv)
-    from officegym.core.registry import canonical_name
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.core.registry import takes_world
 
-    if a.world is None and canonical_name(a.env) == "workplace_assistant":
-        p.error("--world is required for the workplace environment")
+    try:
+        if a.world is None and takes_world(a.env):
+            p.error(f"--world is required for {a.env}")
+    except EnvironmentSetupError as exc:
+        p.error(str(exc))
     try:
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
                    idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes,

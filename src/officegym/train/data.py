@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core import registry
+from officegym.core.environment import EnvironmentSetupError
 from officegym.core.task import Task, TaskFormatError, read_tasks
 from officegym.train.config import DataConfig
 
@@ -61,21 +62,10 @@ def default_world() -> Path:
 
 def make_environment(cfg: DataConfig) -> Any:
     """The environment named by `cfg.env`; the workplace one gets its world (default: seed 0)."""
-    name = registry.canonical_name(cfg.env)
     try:
-        registry.factory(name)
-    except KeyError as exc:
-        raise DataError(str(exc)) from None
-    if name == "workplace_assistant":
-        world = Path(cfg.world) if cfg.world else default_world()
-        kwargs: dict[str, Any] = {"world": world}
-        if cfg.verify_mode:
-            kwargs["mode"] = cfg.verify_mode
-        try:
-            return registry.make(name, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"could not load the world {world}: {exc}") from None
-    return registry.make(name)
+        return registry.make(cfg.env, world=Path(cfg.world) if cfg.world else None, mode=cfg.verify_mode or None)
+    except EnvironmentSetupError as exc:
+        raise DataError(f"data.env {cfg.env}: {exc}") from None
 
 
 # Tool-name prefixes of the workplace domains, and the words task categories use for them.

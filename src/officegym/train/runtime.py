@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, read_text
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.train.checkpoint import CheckpointInfo, CheckpointManager, find_checkpoints
@@ -203,7 +204,7 @@ def _summary(cfg: RunConfig, kind: str) -> list[tuple[str, str, tuple[str, ...]]
         data = f"{d.tasks} ({_count_rows(d.tasks)} tasks)" if d.tasks else "no task file"
     data += (f"; validation {d.val_tasks} ({_count_rows(d.val_tasks)} tasks)" if d.val_tasks
              else f"; {d.val_fraction:.0%} held out for validation")
-    rows.append(("data", data + ("" if d.env == "workplace" else f"; env {d.env}"),
+    rows.append(("data", data + ("" if registry.canonical_name(d.env) == registry.DEFAULT_ENVIRONMENT else f"; env {d.env}"),
                  ("data.tasks", "data.val_tasks", "data.val_fraction", "data.env", "sft.rollouts", "sft.min_reward")))
     lr = f"AdamW lr {o.lr:g}, {o.schedule}" + ("" if o.schedule == "constant" else f" to {o.min_lr:g}")
     rows.append(("optimizer", lr + (f", warm-up {o.warmup_steps}" if o.warmup_steps else ""),

@@ -11,6 +11,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolSpec, Verdict
 
@@ -63,7 +64,7 @@ class PickSession:
         return f"picked {arguments['number']}"
 
 
-class PickEnvironment:
+class PickEnvironment(BaseEnvironment):
     """The Environment protocol for the pick task."""
 
     name = NAME

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
 from officegym.envs.roles.schema import schema_error
@@ -188,7 +189,7 @@ class RoleSession:
         return out
 
 
-class RoleEnvironment:
+class RoleEnvironment(BaseEnvironment):
     """The Environment protocol for one role; subclasses supply the generator, tools and grader."""
 
     role: ClassVar[str] = ""
@@ -199,9 +200,8 @@ class RoleEnvironment:
     # A session is built from the task row (the HTTP server's seed_session passes it on).
     session_from_row: ClassVar[bool] = True
 
-    def __init__(self, world: Any = None, mode: str | None = None) -> None:
-        """`world` is accepted, and unused, so that callers which build every environment alike (the
-        review queue passes its world) can build a role one: scenarios come from the task rows."""
+    def __init__(self, mode: str | None = None) -> None:
+        """Scenarios come from the task rows: a role environment takes no world."""
         if mode is not None and mode not in self.modes:
             raise ValueError(f"unknown verification mode {mode!r} for {self.name}; choose from {', '.join(self.modes)}")
         self._spec_cache: dict[int, tuple[list[dict[str, Any]], list[ToolSpec]]] = {}
@@ -248,10 +248,11 @@ class RoleEnvironment:
 
     # -- shared behaviour
 
-    @property
-    def write_tools(self) -> frozenset[str]:
-        """The answer tools: the only calls that change the outcome (for the shaped reward)."""
-        return frozenset(self.answer_tools)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The answer tools: the only calls that change the outcome (for the shaped reward); a class
+        # attribute, so callers can ask the registry without building the environment.
+        cls.write_tools = frozenset(cls.answer_tools)
 
     def generate_tasks(self, n: int, seed: int, *, difficulty: tuple[int, int] | None = None) -> list[Task]:
         """`n` tasks from `seed`; each draws a difficulty in `difficulty` (default 1-10) and a

@@ -6,21 +6,25 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.specs import TOOL_SPECS
 from officegym.envs.workplace.tools import WRITE_TOOLS
-from officegym.envs.workplace.verify import DEFAULT_MODE, verify_calls
+from officegym.envs.workplace.verify import DEFAULT_MODE, MODES, verify_calls
 from officegym.envs.workplace.world import World, load_world
 
 NAME = "workplace_assistant"
 
 
-class WorkplaceEnvironment:
+class WorkplaceEnvironment(BaseEnvironment):
     """The Workplace Assistant: 27 tools over a world loaded once and shared by all sessions."""
 
     name = NAME
+    modes = MODES
+    takes_world = True
+    nemo_gym_server = "WorkbenchResourcesServer"
     write_tools = WRITE_TOOLS
 
     def __init__(self, world: World | str | os.PathLike[str] | None = None, mode: str = DEFAULT_MODE):
@@ -29,6 +33,16 @@ class WorkplaceEnvironment:
         self.world = world if isinstance(world, World) else load_world(Path(world))
         self.mode = mode
         self._specs: dict[int, tuple[list, list[ToolSpec]]] = {}  # id(task.tools) -> (that list, its specs)
+
+    @property
+    def world_path(self) -> str | None:
+        return getattr(self.world, "path", None)
+
+    @classmethod
+    def default_world(cls) -> Path:
+        from officegym.envs.workplace.generate.default import default_world
+
+        return default_world()
 
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
