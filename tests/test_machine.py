@@ -99,3 +99,35 @@ def test_the_environment_can_force_bf16_on_or_off(monkeypatch):
     monkeypatch.setattr(machine, "cpu_flags", lambda: {"avx2"})
     monkeypatch.setenv("OFFICEGYM_CPU_BF16", "1")
     assert machine.cpu_dtype() == "bfloat16"
+
+
+def test_the_governor_rechooses_threads_each_step_as_other_work_comes_and_goes(monkeypatch):
+    """A process that takes a core in the middle of a run costs one step: the next step measures
+    again and drops to the free cores (threads chosen once at start kept 2 for the whole run)."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OFFICEGYM_THREADS", raising=False)
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    loads = iter([Load(busy=0.1, cores=2), Load(busy=1.0, cores=2), Load(busy=0.2, cores=2)])
+    monkeypatch.setattr(machine, "measure_load", lambda seconds: next(loads))
+    gov = machine.ThreadGovernor()
+    try:
+        assert gov.update() == (2, 0.1) and torch.get_num_threads() == 2
+        assert gov.update() == (1, 1.0) and torch.get_num_threads() == 1
+        assert gov.update() == (2, 0.2) and torch.get_num_threads() == 2
+        assert machine.thread_metrics(2, 0.2) == {"machine/threads": 2.0, "machine/busy_cores": 0.2}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_chosen_thread_count_is_kept_and_not_measured(monkeypatch):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    monkeypatch.setattr(machine, "measure_load", lambda seconds: pytest.fail("measured although fixed"))
+    try:
+        assert machine.ThreadGovernor(fixed=1).update() == (1, None)
+        monkeypatch.setenv("OFFICEGYM_THREADS", "1")
+        assert machine.ThreadGovernor().update() == (1, None)
+        assert machine.thread_metrics(1, None) == {"machine/threads": 1.0}
+    finally:
+        torch.set_num_threads(before)

@@ -73,6 +73,43 @@ def default_threads(load: Load | None = None) -> int:
     return max(1, min(cores, load.free))
 
 
+class ThreadGovernor:
+    """Re-chooses the thread count at every training step, so that a process that starts using a
+    core in the middle of a run costs the rest of the run one step at most (threads chosen once at
+    start kept 2 threads on 2 cores for the whole run, 10x slower once another process took one).
+
+    `fixed` (model.threads or OFFICEGYM_THREADS) turns it off. `update()` measures the load over
+    `window` seconds (this process sleeps meanwhile: a step boundary, nothing of ours runs), sets
+    torch's count for the calling thread and returns (threads, busy cores of other processes)."""
+
+    def __init__(self, fixed: int | None = None, window: float = 0.2):
+        env = os.environ.get("OFFICEGYM_THREADS", "").strip()
+        self.fixed = fixed or (int(env) if env.isdigit() and int(env) > 0 else None)
+        self.window = window
+        self.threads: int | None = None
+
+    def update(self) -> tuple[int, float | None]:
+        import torch
+
+        if self.fixed:
+            n, busy = self.fixed, None
+        else:
+            load = measure_load(self.window)
+            n, busy = default_threads(load), (load.busy if load is not None else None)
+        if n != torch.get_num_threads():
+            torch.set_num_threads(n)
+        self.threads = n
+        return n, busy
+
+
+def thread_metrics(threads: int, busy: float | None) -> dict[str, float]:
+    """What a training step logs about the machine: its threads and the cores others kept busy."""
+    out = {"machine/threads": float(threads)}
+    if busy is not None:
+        out["machine/busy_cores"] = round(busy, 2)
+    return out
+
+
 def load_advice(load: Load | None) -> str | None:
     """A sentence for the user when other work keeps cores busy (None when the machine is quiet)."""
     if load is None or load.busy < 0.5:

@@ -61,6 +61,7 @@ def test_real_vllm_engine_matches_transformers_and_follows_pushed_weights(tmp_pa
     assert out["tempered_err"] < 1e-3, out
     assert out["distinct_rows"] > 1, out
     assert out["stream_err"] < 1e-3, out
+    assert out["rethread_err"] < 1e-3 and out["driver_threads"] == 1, out  # threads re-chosen between steps
     assert all(n <= 4 + 4 * k for k, n in enumerate(out["stream_lengths"])), out  # each request's own cap
     assert out["synced"] and out["changed"], out
     assert out["after_sync_err"] < 1e-3, out

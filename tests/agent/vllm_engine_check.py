@@ -65,6 +65,15 @@ def main() -> None:
     out["stream_lengths"] = [len(c.completion_ids) for c in streams]
     out["stream_err"] = max(max(abs(a - b) for a, b in zip(c.logprobs, hf_logprobs(model_dir, None, c.prompt_ids, c.completion_ids)))
                             for c in streams if c.completion_ids)
+    # A trainer re-chooses threads every step (machine.ThreadGovernor): the driver steps with the new
+    # count from then on and the log-probs stay exact.
+    rethread = []
+    for n in (1, min(2, os.cpu_count() or 1), 1):
+        policy.set_threads(n)
+        (r,) = asyncio.run(policy.complete([req], SamplingParams(temperature=1.0, max_new_tokens=6, seed=11)))
+        rethread.append(max(abs(a - b) for a, b in zip(r.logprobs, hf_logprobs(model_dir, None, r.prompt_ids, r.completion_ids))))
+    out["rethread_err"] = max(rethread)
+    out["driver_threads"] = vllm_engine.driver(policy._llm).threads
     # Push perturbed weights (a trainer's step): generation follows them.
     from safetensors.torch import load_file
 

@@ -26,7 +26,7 @@ def test_two_grpo_steps_on_workplace(tmp_path, make_cfg, tiny_model_dir, workpla
     records = records[1:]
     for key in ("train/reward_mean", "train/zero_variance_groups", "train/loss", "train/grad_norm", "time/generation_s",
                 "time/env_s", "time/scoring_s", "time/training_s", "train/invalid_call_rate", "train/turns_per_rollout",
-                "val/accuracy", "train/generation_tokens_per_s"):
+                "val/accuracy", "train/generation_tokens_per_s", "machine/threads"):
         assert key in records[-1], key
     rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 2 * 2

@@ -485,6 +485,10 @@ class HFPolicy:
     def _before_call(self) -> None:
         self._torch.set_num_threads(self.threads)
 
+    def set_threads(self, n: int) -> None:
+        """Threads for the next calls (a trainer re-chooses them at every step: machine.ThreadGovernor)."""
+        self.threads = max(1, int(n))
+
     def _make_generator(self, seed: int | None) -> Any:
         """What `_generate` draws from: one seeded torch.Generator per call, or None."""
         if seed is None:

@@ -77,6 +77,15 @@ class VLLMPolicy(HFPolicy):
     def _before_call(self) -> None:
         pass  # the engine manages its own threads and devices
 
+    def set_threads(self, n: int) -> None:
+        """Threads the engine's driver steps with from its next step on (the CPU engine's OpenMP
+        count is the stepping thread's; a GPU engine ignores it)."""
+        from officegym.agent import vllm_engine
+
+        self.threads = max(1, int(n))
+        if self.loaded:
+            vllm_engine.driver(self._llm).threads = self.threads
+
     def _make_generator(self, seed: int | None) -> Any:
         return seed  # vLLM seeds each request itself
 

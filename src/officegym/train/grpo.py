@@ -36,6 +36,7 @@ from typing import Any
 
 from officegym.core.task import Task
 from officegym.core.trajectory import TemplateMismatchError, Trajectory
+from officegym.machine import ThreadGovernor, thread_metrics
 from officegym.rewards.calls import invalid_calls
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
@@ -135,6 +136,7 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
         if console is not None:
             console.print(f"[yellow]{note}[/]")
     result = TrainResult(run_dir, start_step, start_step, False)
+    governor = ThreadGovernor(cfg.model.threads)
     last_val: dict[str, float] = {}
     if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy:
         # Step 0 of the validation curve: the model GRPO starts from.
@@ -148,8 +150,11 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
         with GracefulStop(console) as stop, progress_bar(console) as bar:
             job = bar.add_task("grpo", total=cfg.grpo.max_steps, completed=start_step, info="")
             for step in range(start_step + 1, cfg.grpo.max_steps + 1):
+                threads, busy = governor.update()  # the cores others leave free now, for this step
+                policy.set_threads(threads)
                 metrics = grpo_step(cfg, step, tm, policy, env, stream, optimizer, scheduler, params, reward_fn,
                                     reference, writer)
+                metrics.update(thread_metrics(threads, busy))
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
                 if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy):
                     val, _ = validate(env, val_tasks, policy, cfg, reward_fn)

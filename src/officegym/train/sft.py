@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from officegym.machine import ThreadGovernor, thread_metrics
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import SFTRunConfig
 from officegym.train.data import (
@@ -189,10 +190,12 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                            project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
     pad_id = int(renderer.pad_id)
     result = TrainResult(run_dir, start_step, start_step, False)
+    governor = ThreadGovernor(cfg.model.threads)
     try:
         with GracefulStop(console) as stop, progress_bar(console) as bar:
             job = bar.add_task("sft", total=total, completed=start_step, info="")
             for step in range(start_step + 1, total + 1):
+                threads, busy = governor.update()  # the cores others leave free now, for this step
                 t0 = time.perf_counter()
                 tm.model.train()
                 share = sft_share(s)
@@ -215,7 +218,8 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                 metrics: dict[str, Any] = {"train/loss": loss_total, "train/grad_norm": grad_norm,
                                            "train/lr": float(optimizer.param_groups[0]["lr"]),
                                            "train/trained_tokens": float(n_tokens), "train/tokens_per_s": seen / seconds,
-                                           "time/training_s": seconds, "train/epoch": float(stream.epoch)}
+                                           "time/training_s": seconds, "train/epoch": float(stream.epoch),
+                                           **thread_metrics(threads, busy)}
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
                 if due_val or step == total:
                     t1 = time.perf_counter()
