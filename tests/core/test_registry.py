@@ -38,7 +38,7 @@ def test_a_factory_that_builds_no_base_environment_is_refused():
         name = "bare"
 
     registry.register("bare_test_env", lambda **kw: Bare())
-    with pytest.raises(EnvironmentSetupError, match="must derive .*BaseEnvironment"):
+    with pytest.raises(EnvironmentSetupError, match=r"must derive .*BaseEnvironment"):
         registry.make("bare_test_env")
 
 
