@@ -37,9 +37,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from officegym import cli
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.policies import make_policy
+from officegym.cli.eval import verify as verify_command
 from officegym.core.files import read_jsonl_text, write_jsonl_rows
 from officegym.core.rollout_row import parse, rollout_row
 from officegym.core.task import Task, iter_jsonl
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def command() -> None:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                cli.verify(rollouts=rollouts, tasks=None, world=world_dir, mode=args.mode, out=folder / "verdicts.jsonl")
+                verify_command(rollouts=rollouts, tasks=None, world=world_dir, mode=args.mode, out=folder / "verdicts.jsonl")
 
         in_loop: list[float] = []
 

@@ -24,11 +24,11 @@ def test_the_cache_expands_the_home_folder_everywhere(monkeypatch, tmp_path):
 
 
 def test_cli_and_trainer_share_the_default_world(monkeypatch, tmp_path):
-    from officegym import cli
+    from officegym.cli import common
     from officegym.train.data import default_world
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("OFFICEGYM_CACHE", "~/c")
     path = default_world()
     assert path == tmp_path / "c" / "worlds" / "seed0-reference" and (path / "world.json").exists()
-    assert cli._default_world() == path
+    assert common.default_world() == path

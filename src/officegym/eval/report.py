@@ -29,7 +29,8 @@ def _pct(x: Any) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+def summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """(metric, value) pairs summing up an eval run's metrics: the report's and the console's summary."""
     rows = [
         ("rollouts", str(m["rollouts"])),
         ("tasks x samples", f"{m['tasks']} x {m['samples_per_task']}"),
@@ -111,7 +112,7 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def _sections(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
-    sections = [("Summary", ["metric", "value"], [list(r) for r in _summary_rows(m)])]
+    sections = [("Summary", ["metric", "value"], [list(r) for r in summary_rows(m)])]
     sections.append(("By ground-truth writes", ["bucket", "rollouts", "accuracy"],
                      [[b, str(v["n"]), _pct(v["accuracy"])] for b, v in m["buckets"].items()]))
     for group in ("category", "difficulty", "template"):

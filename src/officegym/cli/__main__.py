@@ -1,0 +1,5 @@
+"""`python -m officegym.cli`: the `officegym` command."""
+
+from officegym.cli import app
+
+app()

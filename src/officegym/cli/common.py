@@ -1,0 +1,114 @@
+"""What the commands share: the console, the one way a command fails, the --world option and the
+default world, task files, JSON files and the metrics table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from officegym.core.inputs import input_file
+
+console = Console(stderr=True)
+
+WorldOpt = Annotated[
+    Path | None,
+    typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the generated world of seed 0)."),
+]
+
+
+def fail(message: str) -> NoReturn:
+    """Print `message` as the command's one-line error and end it with exit code 2."""
+    # escaped: a path such as runs[v2]/ or [/x] is text, not markup to drop or to choke on
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2)
+
+
+def default_world() -> Path:
+    """Without --world: the generated world of seed 0 (reference size), made once into the cache."""
+    from officegym.envs.workplace.generate import default_world as make_default_world
+
+    return make_default_world(announce=lambda text: console.print(text, markup=False))
+
+
+def load_world(path: Path | None):
+    """The workplace world at `path` (the default world without one); a folder that is no world
+    ends the command."""
+    from officegym.envs.workplace.world import WorldFormatError
+    from officegym.envs.workplace.world import load_world as load
+
+    if path is None:
+        path = default_world()
+    try:
+        return load(path)
+    except WorldFormatError as exc:
+        fail(str(exc))
+
+
+def read_task_file(path: Path):
+    """The tasks of a --tasks file; an unreadable or empty file ends the command."""
+    from officegym.core.task import TaskFormatError, read_tasks
+
+    input_file(path, "task file")
+    try:
+        tasks = read_tasks(path)
+    except TaskFormatError as exc:
+        fail(str(exc))
+    if not tasks:
+        fail(f"{path} holds no tasks")
+    return tasks
+
+
+def parse_difficulty(text: str) -> tuple[int, int]:
+    """"LO-HI" or "N" as a range of levels within 1..10 (a clear error otherwise)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
+    if not m or not 1 <= lo <= hi <= 10:
+        fail(f"--difficulty must be LO-HI (or N) with integers 1 <= LO <= HI <= 10, got {text!r}")
+    return lo, hi
+
+
+def preflight(policy) -> str | None:
+    """What keeps `policy` from running (its backend unreachable, ...), or None (also for a policy
+    with no check); its clients are closed afterwards, as they belong to this check's event loop."""
+    import asyncio
+
+    if getattr(policy, "preflight", None) is None:
+        return None
+
+    async def check() -> str | None:
+        try:
+            return await policy.preflight()
+        finally:
+            close = getattr(policy, "aclose", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(check())
+
+
+def write_json(path: Path, data) -> None:
+    """`data` as indented JSON, written atomically."""
+    from officegym.core.files import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def print_metrics(m: dict, title: str) -> None:
+    """The summary of an eval run's metrics as a table on the console."""
+    from officegym.eval.report import summary_rows
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in summary_rows(m):
+        table.add_row(name, value)
+    for bucket, v in m["buckets"].items():
+        table.add_row(f"accuracy, {bucket}", "-" if v["accuracy"] is None else f"{100 * v['accuracy']:.1f}% (n={v['n']})")
+    console.print(table)

@@ -1,0 +1,24 @@
+"""`officegym doctor|envs`: what is installed, and which environments are registered."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+
+def doctor() -> None:
+    """Check Python, torch, the GPU, optional extras and the model cache, and say what to install."""
+    from officegym.doctor import render, run_checks
+
+    checks = run_checks()
+    Console().print(render(checks))
+    if any(c.required and c.status == "missing" for c in checks):
+        raise typer.Exit(1)
+
+
+def envs() -> None:
+    """List the registered environments."""
+    from officegym.core.registry import names
+
+    for n in names():
+        typer.echo(n)

@@ -1,0 +1,254 @@
+"""`officegym tools|call|verify|eval|report|compare`: the workplace's tools, verifying rollouts,
+evaluating a policy and reading eval runs."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from officegym.cli.common import (
+    WorldOpt,
+    console,
+    default_world,
+    fail,
+    load_world,
+    preflight,
+    print_metrics,
+    read_task_file,
+    write_json,
+)
+from officegym.core import registry
+from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
+
+
+def tools(world: WorldOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print the tool schemas as JSON.")] = False) -> None:
+    """List the workplace tools."""
+    from officegym.envs.workplace.specs import TOOL_SPECS
+
+    if world is not None:
+        load_world(world)  # validates the folder; the tool surface does not depend on the data
+    if as_json:
+        typer.echo(json.dumps([s.to_schema() for s in TOOL_SPECS], indent=2))
+        return
+    table = Table(title=f"{len(TOOL_SPECS)} workplace tools")
+    table.add_column("tool")
+    table.add_column("parameters (* required)")
+    table.add_column("description")
+    for s in TOOL_SPECS:
+        req = set(s.parameters.get("required", []))
+        params = ", ".join(p + ("*" if p in req else "") for p in s.parameters["properties"])
+        table.add_row(s.name, params, s.description)
+    Console().print(table)
+
+
+def call(
+    tool: Annotated[str, typer.Argument(help="Tool name, e.g. email_search_emails")],
+    arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object")] = "{}",
+    world: WorldOpt = None,
+) -> None:
+    """Run one tool on a fresh session and print what the model would see; a call that did not run
+    (unknown tool, bad arguments) exits non-zero."""
+    from officegym.envs.workplace.specs import TOOL_SPECS
+
+    w = load_world(world)
+    result = w.new_session().execute(tool, arguments)
+    typer.echo(result.text)
+    if tool not in {s.name for s in TOOL_SPECS}:
+        fail(f"no tool named {tool!r}; `officegym tools` lists the {len(TOOL_SPECS)} tools")
+    if result.status == "error":
+        fail(f"the call of {tool} failed (its text above is what the model would see)")
+
+
+def verify(
+    rollouts: Annotated[Path, typer.Option("--rollouts", help="NeMo Gym rollout rows (JSONL).")],
+    tasks: Annotated[Path | None, typer.Option("--tasks", help="Task rows; optional when rollouts carry ground_truth.")] = None,
+    world: WorldOpt = None,
+    mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
+    out: Annotated[Path | None, typer.Option("--out", help="Write one JSON verdict per rollout here.")] = None,
+) -> None:
+    """Verify rollouts: one verdict line per rollout, in input order, and a summary."""
+    from officegym.core.task import TaskFormatError, iter_jsonl, read_tasks, write_jsonl
+    from officegym.envs.workplace.rollouts import TaskIndex, verify_rollouts
+    from officegym.envs.workplace.verify import MODES
+
+    if mode not in MODES:
+        fail(f"--mode must be one of {', '.join(MODES)}")
+    input_file(rollouts, "rollouts file", utf8=False)  # read once, below, and checked there
+    if tasks is not None:
+        input_file(tasks, "task file")
+    if out is not None:
+        output_file(out, "--out")
+    w = load_world(world)
+    try:
+        index = TaskIndex(read_tasks(tasks)) if tasks else None
+        # Each row is verified as it is read and then dropped; a line that is not JSON still ends
+        # the command before anything is written.
+        verdicts = list(verify_rollouts(w, iter_jsonl(rollouts), index, mode))
+    except UnicodeDecodeError:
+        input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
+        raise
+    except (OSError, TaskFormatError) as exc:
+        fail(str(exc))
+    lines = [v.to_row() for v in verdicts]
+    if out is not None:
+        write_jsonl(out, lines)
+    else:
+        for line in lines:
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+    scored = [v for v in verdicts if v.reward is not None]
+    summary = Table(title=f"verify ({mode})")
+    for col in ("rollouts", "verified", "errors", "mean reward", "side effects", "disagree with other mode", "time/verify"):
+        summary.add_column(col)
+    mean = statistics.fmean(v.reward for v in scored) if scored else float("nan")
+    side = sum(bool(v.evidence.get("side_effects")) for v in scored)
+    disagree = sum(bool(v.evidence.get("modes_disagree")) for v in scored)
+    per = statistics.median(v.seconds for v in scored) * 1e3 if scored else float("nan")
+    summary.add_row(
+        str(len(verdicts)), str(len(scored)), str(len(verdicts) - len(scored)), f"{mean:.3f}",
+        f"{side} ({side / max(1, len(scored)):.1%})", str(disagree), f"{per:.3f} ms",
+    )
+    console.print(summary)
+    for v in verdicts:
+        if v.error:
+            console.print(f"[yellow]line {v.index}:[/] {escape(v.error)}")
+
+
+def eval_cmd(
+    policy: Annotated[str, typer.Option("--policy", help="oracle | noop | random[:SEED] | greedy | role-random[:SEED] (role environments) | openai:MODEL | openai-responses:MODEL | hf:PATH | smollm2-135m | vllm:MODEL")],
+    tasks: Annotated[Path, typer.Option("--tasks", help="Task rows (NeMo Gym JSONL).")],
+    out: Annotated[Path, typer.Option("--out", help="Run folder: rollouts.jsonl, metrics.json, report.html/.md.")],
+    world: WorldOpt = None,
+    env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the task rows name, else workplace.")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
+    mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: workplace outcome (default) or nemo_gym; roles exact.")] = None,
+    reward: Annotated[str, typer.Option("--reward", help="outcome (the verifier's score), binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "outcome",
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 6,
+    temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
+) -> None:
+    """Roll out a policy over tasks (resumable), then write metrics and a report."""
+    from officegym.agent.loop import LoopConfig
+    from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.core.policy import SamplingParams
+    from officegym.eval.results import choose_environment, open_environment, run_title, write_results
+    from officegym.eval.run import backend_failed, run_eval
+
+    output_dir(out, "--out")
+    task_list = read_task_file(tasks)[:limit]
+    try:
+        env_name = choose_environment(env, task_list)
+        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
+    except EnvironmentSetupError as exc:
+        fail(str(exc))
+    reward_fn = _reward(reward, environment.write_tools)
+    try:
+        pol = make_policy(policy, base_url=base_url, seed=seed, environment=env_name)
+    except (PolicySpecError, FileNotFoundError, OSError) as exc:
+        fail(str(exc))
+    problem = preflight(pol)
+    if problem:
+        fail(problem)
+    config = LoopConfig(max_steps=max_steps, mode=mode,
+                        params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
+    run_info = {"policy": policy, "env": env_name, "tasks": str(tasks),
+                "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
+                "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
+                "base_url": base_url, "limit": limit}
+    out.mkdir(parents=True, exist_ok=True)
+    _check_run_env(out, env_name, policy, fresh)
+    write_json(out / "run.json", run_info)
+    from officegym.progress import heartbeat, policy_activity, progress
+
+    with progress(console) as bar:
+        job = bar.add_task("rollouts", total=len(task_list) * k, info="")
+        try:
+            with heartbeat(bar, job, lambda: policy_activity(pol)):
+                result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+                                  concurrency=concurrency, progress=lambda n: bar.advance(job, n))
+        except ValueError as exc:
+            fail(str(exc))
+    metrics, html_path, _ = write_results(out, result.rows, task_list, environment.write_tools, run_title(policy, env_name))
+    print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
+    console.print(f"report: {html_path}", markup=False)
+    failed = sum(backend_failed(r) for r in result.rows)
+    if failed:
+        first = next(r for r in result.rows if backend_failed(r))
+        fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend (rerun to retry them): "
+             f"{(first.get('officegym') or {}).get('error')}")
+
+
+def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:
+    """A run folder holds one environment's and one policy's rollouts: resuming it with another is
+    refused (the old rows would be reported under the new name), unless `fresh` clears it first."""
+    from officegym.core.run_folder import clear_run, foreign_run
+
+    if fresh:
+        clear_run(out, ("rollouts.jsonl", "metrics.json", "run.json"))
+        return
+    problem = foreign_run(out, "rollouts.jsonl", {"env": env_name, "policy": policy}, {"env": registry.DEFAULT_ENVIRONMENT}, "rollouts")
+    if problem:
+        fail(problem)
+
+
+def _reward(spec: str, writes):
+    """--reward: a reward name, or a JSON object mixing them."""
+    from officegym.rewards import training_reward
+
+    try:
+        return training_reward(json.loads(spec) if spec.lstrip().startswith("{") else spec, writes=writes)
+    except (ValueError, KeyError, TypeError) as exc:
+        fail(f"--reward: {exc}")
+
+
+def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `officegym eval`.")]) -> None:
+    """Rebuild metrics.json and the report of an eval run from its rollouts."""
+    from officegym.eval.results import load_run, run_environment, run_title, write_results
+    from officegym.eval.run import ROLLOUTS
+
+    input_dir(run_dir, "run folder")
+    if (run_dir / ROLLOUTS).exists():
+        input_file(run_dir / ROLLOUTS, "rollouts file")
+    try:
+        rows, tasks = load_run(run_dir)
+    except ValueError as exc:
+        fail(str(exc))
+    env_name = run_environment(run_dir, rows)
+    metrics, html_path, md_path = write_results(run_dir, rows, tasks, registry.write_tools(env_name),
+                                                run_title(run_dir.name, env_name))
+    print_metrics(metrics, str(run_dir))
+    console.print(f"report: {html_path}, {md_path}", markup=False)
+
+
+def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folders to put side by side.")]) -> None:
+    """Key metrics of several eval runs side by side (from their metrics.json)."""
+    from officegym.eval.report import compare_table
+
+    runs = {}
+    for d in run_dirs:
+        try:
+            runs[d.name if d.name not in runs else str(d)] = json.loads(read_text(d / "metrics.json", "metrics file"))
+        except InputError as exc:
+            fail(f"{exc}: run `officegym report {d}` first")
+        except ValueError as exc:
+            fail(f"{d / 'metrics.json'} is not valid JSON ({exc}): run `officegym report {d}` first")
+    headers, rows = compare_table(runs)
+    table = Table(title="runs compared")
+    for h in headers:
+        table.add_column(h, justify="left" if h == "metric" else "right")
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)

@@ -1,0 +1,122 @@
+"""`officegym generate world|tasks`: synthetic worlds and verified tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from officegym.cli.common import console, default_world, fail, parse_difficulty
+from officegym.core import registry
+from officegym.core.inputs import input_dir, output_dir
+
+generate_app = typer.Typer(no_args_is_help=True, help="Generate synthetic data: worlds and verified tasks.")
+
+
+@generate_app.command("world")
+def generate_world_command(
+    seed: Annotated[int, typer.Option("--seed", help="Seed; the same seed writes byte-identical files.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write: processed/*.csv, raw/email_addresses.csv, world.json.")],
+    size: Annotated[str, typer.Option("--size", help="small | reference | large (x0.1, x1, x10 the reference's rows).")] = "reference",
+    now: Annotated[str | None, typer.Option("--now", help="The world's clock 'YYYY-MM-DD[ HH:MM:SS]'; default: a seed-dependent weekday at 23:59:00.")] = None,
+    company: Annotated[str | None, typer.Option("--company", help="Company name (the domain is derived from it); default: seed-dependent.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="First name of the mailbox owner; default: seed-dependent.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out if it is not empty.")] = False,
+) -> None:
+    """Generate a company world from a seed and write it in NeMo Gym's csv_data layout."""
+    from officegym.envs.workplace.generate import SIZES, generate_world, write_world
+
+    if size not in SIZES:
+        fail(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
+    try:
+        world = generate_world(seed, size, now=now, company=company, user=user)
+        path = write_world(world, out, overwrite=overwrite)
+    except (ValueError, FileExistsError) as exc:  # WorldCheckError is a ValueError
+        fail(str(exc))
+    counts = ", ".join(f"{name} {n}" for name, n in world.counts.items())
+    console.print(f"{world.company.name} ({world.company.domain}), user {world.user}, now {world.now}: {counts}", markup=False)
+    typer.echo(str(path))
+
+
+@generate_app.command("tasks")
+def generate_tasks_command(
+    out: Annotated[Path, typer.Option("--out", help="Folder for train/validation/test JSONL, README.md (card), generation.json.")],
+    n: Annotated[int, typer.Option("--n", help="How many validated, unique tasks to generate.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed; the same seed and worlds give the same tasks.")] = 0,
+    world: Annotated[list[Path] | None, typer.Option("--world", help="World folder (repeat for several; default: the generated world of seed 0).")] = None,
+    holdout_templates: Annotated[int, typer.Option("--holdout-templates", help="Put all tasks of K randomly chosen templates in test only.")] = 0,
+    holdout_worlds: Annotated[int, typer.Option("--holdout-worlds", help="Put all tasks of K of the worlds in test only.")] = 0,
+    tools: Annotated[str, typer.Option("--tools", help="Tools offered per task: all (the 27) or domain (the task's domains plus the directory).")] = "all",
+    env: Annotated[str, typer.Option("--env", help="Environment: workplace, or another registered generator such as roles/cost.")] = "workplace",
+    teacher: Annotated[str | None, typer.Option("--teacher", help="OpenAI-compatible base URL of an LLM that paraphrases queries and writes reasoning trajectories (kept only if they replay to the computed state).")] = None,
+    teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
+    teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
+    difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into --out even if it is not empty (files of the same name are replaced).")] = False,
+) -> None:
+    """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
+    from officegym.progress import progress
+
+    levels = parse_difficulty(difficulty) if difficulty is not None else None
+    output_dir(out, "--out", overwrite=overwrite)
+    try:
+        own_generator, sdg_worlds = registry.has_task_generator(env), registry.takes_world(env)
+    except registry.UnknownEnvironmentError as exc:
+        fail(str(exc))
+    if own_generator:
+        _generate_env_tasks(env, out, n, seed, levels)
+        return
+    if not sdg_worlds:
+        fail(f"environment {env!r} has no task generator")
+    if levels is not None:
+        fail("--difficulty applies to the role environments (roles/*); workplace tasks get their level from the template")
+    from officegym.envs.workplace.world import WorldFormatError
+    from officegym.sdg.dataset import build_dataset, write_dataset
+
+    worlds = [input_dir(w, "world folder") for w in world] if world else [default_world()]
+    with progress(console, with_info=False) as bar:
+        job = bar.add_task("generating tasks", total=n)
+        try:
+            ds = build_dataset(worlds, n, seed, holdout_templates, holdout_worlds, tools,
+                               on_accept=lambda _a: bar.advance(job))
+        except (ValueError, WorldFormatError, OSError) as exc:
+            fail(str(exc))
+    if ds.total < n:
+        console.print(f"[yellow]only {ds.total} unique tasks exist in these worlds for the templates (asked for {n}); "
+                      "add worlds (--world) for more[/]")
+    if teacher:
+        from officegym.sdg.teacher import TeacherError, apply_teacher
+
+        try:
+            stats = apply_teacher(ds, teacher, model=teacher_model, api_key=teacher_key, out=out, console=console)
+        except TeacherError as exc:
+            fail(str(exc))
+        console.print(f"teacher: {stats}", markup=False)
+    paths = write_dataset(ds, out)
+    counts = ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items())
+    rejected = ", ".join(f"{r} {c}" for r, c in ds.report.rejected.most_common()) or "none"
+    console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}", markup=False)
+    typer.echo(str(paths["card"].parent))
+
+
+def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tuple[int, int] | None = None) -> None:
+    """Tasks of an environment with its own generator (sdg.env_tasks), split by task id."""
+    from officegym.sdg.env_tasks import generate_env_tasks, write_env_tasks
+
+    if n < 1:
+        fail("--n must be at least 1")
+    try:
+        made = registry.make(env)
+    except registry.UnknownEnvironmentError as exc:
+        fail(str(exc))
+    if not hasattr(made, "generate_tasks"):
+        fail(f"environment {env!r} has no task generator")
+    try:
+        task_set = generate_env_tasks(made, n, seed, difficulty, name=registry.canonical_name(env))
+    except (ValueError, TypeError) as exc:
+        fail(f"{env}: {exc}")
+    write_env_tasks(task_set, out)
+    console.print(f"{task_set.total} {env} tasks in {task_set.seconds:.2f} s: "
+                  + ", ".join(f"{k} {len(v)}" for k, v in task_set.rows.items()))
+    typer.echo(str(out))

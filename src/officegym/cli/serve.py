@@ -1,0 +1,57 @@
+"""`officegym serve`: an environment over HTTP (NeMo Gym's resources-server protocol)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from officegym.cli.common import WorldOpt, console, fail, load_world
+from officegym.core import registry
+
+
+def serve(
+    world: WorldOpt = None,
+    env: Annotated[str, typer.Option("--env", help="Environment to serve (see `officegym envs`).")] = "workplace",
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap a new session gets 503 with Retry-After.")] = 10_000,
+    idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until closed).")] = 3600.0,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger bodies: /verify scores 0, other routes get 413.")] = 64 * 1024 * 1024,
+    max_session_writes: Annotated[int, typer.Option("--max-session-writes", min=1, help="Successful write calls per session; later ones fail as tool errors.")] = 128,
+    max_session_write_bytes: Annotated[int, typer.Option("--max-session-write-bytes", min=1024, help="Bytes of write-call arguments per session.")] = 64 * 1024,
+    max_verify_calls: Annotated[int, typer.Option("--max-verify-calls", min=1, help="Predicted calls one /verify scores; more score 0.")] = 1000,
+    secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one).")] = None,
+    model_base_url: Annotated[str | None, typer.Option("--model-base-url", help="Default OpenAI-compatible server for POST /run, e.g. http://127.0.0.1:9000/v1")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Default model name for POST /run.")] = None,
+    model_api: Annotated[str, typer.Option("--model-api", help="POST /run talks chat (Chat Completions) or responses (Responses API).")] = "chat",
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=100, help="Model turns per POST /run episode.")] = 6,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
+    try:
+        from officegym.server.serve import ServeError, run_server
+    except ImportError as exc:
+        fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
+
+    try:
+        with_world = registry.takes_world(env)
+    except registry.UnknownEnvironmentError as exc:
+        fail(str(exc))
+    if with_world:
+        w = load_world(world)  # without --world: the default generated world, as for the other commands
+        where = f" ({w.path})"
+    elif world is not None:
+        fail(f"{env} takes no world: its sessions are seeded from the task rows")
+    else:
+        w, where = None, ""
+    console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)
+    try:
+        run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
+                   max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,
+                   max_session_write_bytes=max_session_write_bytes, max_verify_calls=max_verify_calls,
+                   secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
+                   model=model, model_api=model_api, log_level=log_level)
+    except ServeError as exc:
+        fail(str(exc))
