@@ -49,8 +49,8 @@ def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
                  f"model.precision={args.precision}", f"model.name={args.model}", "grpo.skip_zero_advantage=false",
                  f"grpo.share_prefix={str(args.share_prefix).lower()}", f"backend={args.backend}",
                  "validation.every=0", f"optim.lr={args.lr}", f"optim.min_lr={args.lr}"]
-    if args.backend == "vllm":
-        overrides.append("vllm.extra={dtype: bfloat16}")
+    if args.backend == "vllm":  # the engine computes in the training precision (bf16 is emulated without bf16 units)
+        overrides.append("vllm.extra={dtype: " + ("bfloat16" if args.precision == "bf16" else "float32") + "}")
     cfg = build_config(GRPORunConfig, {}, overrides)
     return [{"step": h["time/step_s"], "generation": h["time/generation_s"], "training": h["time/training_s"],
              "sampled_tokens": h["train/sampled_tokens"], "reward": h["train/reward_mean"]} for h in train_grpo(cfg).history]
