@@ -41,6 +41,7 @@ from officegym.rewards.calls import invalid_calls
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
+from officegym.train.distributed import Dist, setup, teardown
 from officegym.train.modeling import generation_policy, load_train_model, push_weights
 from officegym.train.rollouts import (
     RolloutWriter,
@@ -59,7 +60,7 @@ from officegym.train.runtime import (
     restore_checkpoint,
     save_checkpoint,
 )
-from officegym.train.tracking import METRICS, MetricsLogger, truncate_jsonl
+from officegym.train.tracking import METRICS, MetricsLogger, NullLogger, truncate_jsonl
 
 
 class TrainingSetupError(RuntimeError):
@@ -98,9 +99,23 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
         raise TrainingSetupError("data.tasks is required: a task JSONL with ground truth")
     run_dir = Path(cfg.out_dir)
     _check_out_dir(run_dir, cfg.checkpoint.resume)
+    dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
+    if dist.active and cfg.grpo.dynamic_sampling != "off":
+        raise TrainingSetupError("grpo.dynamic_sampling must be 'off' under torchrun (ranks would refill differently)")
+    if not dist.main:
+        console = None  # rank 0 speaks and writes for the job
     random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    prepare_run_dir(cfg, console, "grpo")
+    torch.manual_seed(cfg.seed)  # the same seed everywhere: every rank starts from the same adapter
+    if dist.main:
+        prepare_run_dir(cfg, console, "grpo")
+    dist.barrier()
+    try:
+        return _train(cfg, console, step_hook, run_dir, dist)
+    finally:
+        teardown(dist)
+
+
+def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:
     env = make_environment(cfg.data)
     train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
     if cfg.data.val_tasks:
@@ -119,7 +134,7 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
         stream: Any = VarianceCurriculum(train_tasks, cfg.seed, floor=cfg.grpo.curriculum_floor)
     else:
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
-    writer = RolloutWriter(run_dir, cfg.logging.write_rollouts)
+    writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main)
     start_step = 0
     info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
     if info is not None:
@@ -127,18 +142,20 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
         stream.load_state_dict(info.state["data"])
         if console is not None:
             console.print(f"resuming from {info.path} (step {start_step})")
-    writer.drop_after(start_step)
-    truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
+    if dist.main:
+        writer.drop_after(start_step)
+        truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
     reference = tm.reference_copy() if cfg.grpo.loss.kl_beta > 0 and not tm.lora else None
-    logger = MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
-                           project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+    logger = (MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
+                            project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+              if dist.main else NullLogger())
     for note in logger.notes:
         if console is not None:
             console.print(f"[yellow]{note}[/]")
     result = TrainResult(run_dir, start_step, start_step, False)
     governor = ThreadGovernor(cfg.model.threads)
     last_val: dict[str, float] = {}
-    if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy:
+    if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy and dist.main:
         # Step 0 of the validation curve: the model GRPO starts from.
         push_weights(policy, tm, 0)
         last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
@@ -153,10 +170,10 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
                 threads, busy = governor.update()  # the cores others leave free now, for this step
                 policy.set_threads(threads)
                 metrics = grpo_step(cfg, step, tm, policy, env, stream, optimizer, scheduler, params, reward_fn,
-                                    reference, writer)
+                                    reference, writer, dist)
                 metrics.update(thread_metrics(threads, busy))
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
-                if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy):
+                if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy) and dist.main:
                     val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
                     metrics.update(val)
                     last_val = val
@@ -166,14 +183,17 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
                 if step_hook is not None:
                     step_hook(step, metrics)
                 bar.update(job, completed=step, info=_bar_info(metrics, last_val))
-                if step % cfg.checkpoint.every == 0 or step == cfg.grpo.max_steps or stop.requested:
-                    _save(manager, step, tm, optimizer, scheduler, stream, metrics, cfg)
-                if stop.requested:
+                stopping = dist.any(stop.requested)  # a signal to any rank stops the job at this step
+                if step % cfg.checkpoint.every == 0 or step == cfg.grpo.max_steps or stopping:
+                    if dist.main:
+                        _save(manager, step, tm, optimizer, scheduler, stream, metrics, cfg)
+                    dist.barrier()
+                if stopping:
                     result.stopped = True
                     break
     finally:
         logger.close()
-    if not result.stopped and result.last_step == cfg.grpo.max_steps:
+    if not result.stopped and result.last_step == cfg.grpo.max_steps and dist.main:
         tm.export(run_dir / "model")
         best = manager.best()
         if console is not None:
@@ -197,12 +217,15 @@ def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, schedu
 
 
 def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: Any, optimizer: Any,
-              scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter) -> dict[str, Any]:
-    """One GRPO step (see the module docstring); returns its metrics."""
+              scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter,
+              dist: Dist | None = None) -> dict[str, Any]:
+    """One GRPO step (see the module docstring); returns its metrics. Under torchrun (`dist`) every
+    rank draws the same prompts and rolls out its share; metrics and rollouts cover all ranks."""
     import torch
 
     from officegym.train.advantages import group_advantages, zero_variance_groups
 
+    dist = dist or Dist()
     g = cfg.grpo
     t_step = time.perf_counter()
     metrics: dict[str, Any] = {}
@@ -213,6 +236,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     # 1. Rollouts, group by group (dynamic sampling may drop or refill groups).
     groups: list[Group] = []
     sampled: list[Group] = []
+    trained_here: set[str] = set()  # the groups this rank rolled out and trains on (all of them alone)
     timing = {"generation": 0.0, "env": 0.0, "scoring": 0.0, "rollout_wall": 0.0}
     sampled_tokens = 0
     batches = 0
@@ -220,27 +244,36 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     while len(groups) < g.num_prompts_per_step and batches < max_batches:
         tasks = stream.take(g.num_prompts_per_step - len(groups))
         batches += 1
-        jobs = [(t, k) for t in tasks for k in range(g.num_generations_per_prompt)]
+        mine = dist.share(range(len(tasks)))  # every prompt under one process; a rank's share under torchrun
+        jobs = [(tasks[i], k) for i in mine for k in range(g.num_generations_per_prompt)]
         batch = collect(env, jobs, policy, cfg, cfg.rollout.temperature, reward_fn)
-        timing["generation"] += batch.generation_seconds
-        timing["env"] += batch.env_seconds
-        timing["scoring"] += batch.scoring_seconds
-        timing["rollout_wall"] += batch.wall_seconds
-        sampled_tokens += batch.sampled_tokens
+        timing["generation"] += dist.max(batch.generation_seconds)
+        timing["env"] += dist.max(batch.env_seconds)
+        timing["scoring"] += dist.max(batch.scoring_seconds)
+        timing["rollout_wall"] += dist.max(batch.wall_seconds)
+        sampled_tokens += int(dist.sum(batch.sampled_tokens))
         seen = {grp.group_id for grp in sampled}
-        for i, task in enumerate(tasks):
+        gids = []
+        for task in tasks:
             gid = f"{task.id}@{step}"
             n = 1
             while gid in seen:
                 n += 1
                 gid = f"{task.id}@{step}#{n}"
             seen.add(gid)
-            trajs = batch.trajectories[i * g.num_generations_per_prompt : (i + 1) * g.num_generations_per_prompt]
-            grp = Group(task, gid, trajs)
+            gids.append(gid)
+        local = {i: batch.trajectories[j * g.num_generations_per_prompt : (j + 1) * g.num_generations_per_prompt]
+                 for j, i in enumerate(mine)}
+        # every rank sees every group's rollouts (metrics, the curriculum, rank 0's rollouts file)
+        every = {i: trajs for part in dist.gather(local) for i, trajs in part.items()} if dist.active else local
+        for i, task in enumerate(tasks):
+            grp = Group(task, gids[i], every[i])
             sampled.append(grp)
             observe = getattr(stream, "observe", None)
             if observe is not None:
-                observe(task, [_reward(t) for t in trajs])
+                observe(task, [_reward(t) for t in grp.trajectories])
+            if i in local:
+                trained_here.add(gids[i])
             if g.dynamic_sampling == "off" or _varies(grp, g):
                 groups.append(grp)
         if g.dynamic_sampling != "refill":
@@ -281,12 +314,13 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
         metrics["train/advantage_abs_mean"] = float(advantages.abs().mean())
     timing["scoring"] += time.perf_counter() - t0
 
-    # 3. Training rows from the token ledger, and the update.
-    rows, row_adv, broken = _rows(trajs, advantages, policy)
-    metrics["train/broken_rollouts"] = float(broken)
+    # 3. Training rows from the token ledger (this rank's groups), and the update.
+    here = [j for j, (grp, _) in enumerate((grp, t) for grp in groups for t in grp.trajectories) if grp.group_id in trained_here]
+    rows, row_adv, broken = _rows([trajs[j] for j in here], advantages[here] if len(here) else torch.zeros(0), policy)
+    metrics["train/broken_rollouts"] = dist.sum(broken)
     metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))
     t0 = time.perf_counter()
-    update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference)
+    update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference, dist)
     with warnings.catch_warnings():  # the schedule counts steps, also those whose update was skipped
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)
         scheduler.step()
@@ -360,19 +394,23 @@ def merge_duplicate_rows(rows: Sequence[Any], keep: list[int], advantages: list[
 
 
 def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float], optimizer: Any, params: Sequence[Any],
-            policy: Any, reference: Any) -> dict[str, float]:
+            policy: Any, reference: Any, dist: Dist | None = None) -> dict[str, float]:
+    """One optimiser step (mu of them) over this rank's rows; under torchrun the normaliser and the
+    gradients are summed over ranks, so every rank takes the single-process step of all rows."""
     import torch
 
     from officegym.train.forward import forward_logprobs, prefix_micro_batches, shared_prefix_length
     from officegym.train.ledger import collate
-    from officegym.train.losses import global_normaliser, policy_loss
+    from officegym.train.losses import normaliser_count, policy_loss
+
+    dist = dist or Dist()
 
     g, loss_cfg = cfg.grpo, cfg.grpo.loss
     out = {"train/loss": 0.0, "train/clip_fraction": 0.0, "train/ratio_mean": 1.0, "train/ratio_max": 1.0, "train/kl": 0.0,
            "train/entropy": 0.0, "train/grad_norm": 0.0, "train/trained_tokens": 0.0, "train/train_tokens_per_s": 0.0,
            "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0, "train/skipped_zero_advantage": 0.0,
            "train/skipped_update": 0.0}
-    if not rows:
+    if not rows and not dist.active:  # under torchrun every rank joins the collectives, rows or not
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
@@ -395,9 +433,10 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     batches = micro_batches(order)
     aggregation = loss_cfg.aggregation
     if aggregation == "constant":
-        normaliser = loss_cfg.constant_normaliser or float(len(rows) * max(int(b["loss_mask"].sum(1).max()) for b in batches))
+        longest = dist.max(max((int(b["loss_mask"].sum(1).max()) for b in batches), default=0))
+        normaliser = loss_cfg.constant_normaliser or max(1.0, dist.sum(len(rows)) * longest)
     else:
-        normaliser = global_normaliser([b["loss_mask"] for b in batches], aggregation)
+        normaliser = max(1.0, dist.sum(normaliser_count([b["loss_mask"] for b in batches], aggregation)))
     use_sampler = cfg.backend == "vllm" or loss_cfg.is_cap is not None
     if g.skip_zero_advantage and loss_cfg.kl_beta == 0:
         # A zero advantage makes every term of the clipped loss 0 (and the IS weight only scales it),
@@ -461,7 +500,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
                     if entropy is not None:
                         sums["ent"] += float(entropy) * n
-        if not any(a != 0.0 for a in advantages) and not g.step_without_signal and loss_cfg.kl_beta == 0:
+        if not dist.any(any(a != 0.0 for a in advantages)) and not g.step_without_signal and loss_cfg.kl_beta == 0:
             # No rollout carries signal: AdamW would still move the weights (momentum and decay
             # replay the last updates, about 3.5x the last step in all over ten empty steps), which
             # collapsed the quickstart's policy (validation 42% -> 0%) without a single new sample.
@@ -471,9 +510,18 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         if not batches:  # every row skipped: the step still sees the zero gradient an unskipped pass gives
             for p in params:
                 p.grad = torch.zeros_like(p)
+        dist.sum_gradients(params)
         grad_norm = grad_norm_and_clip(params, cfg.optim.grad_clip)
         optimizer.step()
-    train_seconds = time.perf_counter() - t0
+    train_seconds = dist.max(time.perf_counter() - t0)
+    if dist.active:  # the step's figures over all ranks
+        sums = {k: dist.sum(v) for k, v in sums.items()}
+        ratio_max = dist.max(ratio_max)
+        tokens_total = int(dist.sum(tokens_total))
+        for key in ("train/update_rows", "train/update_micro_batches", "train/update_tokens", "train/update_shared_tokens",
+                    "train/skipped_zero_advantage", "train/merged_duplicates"):
+            if key in out:
+                out[key] = dist.sum(out[key])
     n = max(1, sums["tok"])
     out.update({
         "train/loss": sums["loss"], "train/clip_fraction": sums["clip"] / n, "train/ratio_mean": sums["ratio"] / n,

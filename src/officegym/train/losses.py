@@ -97,10 +97,9 @@ def aggregate(values: Tensor, mask: Tensor, aggregation: Aggregation = "token_me
     return x.sum() / d
 
 
-def global_normaliser(masks: Iterable[Tensor], aggregation: Aggregation = "token_mean") -> float:
-    """The normaliser to pass to every micro-batch of one optimiser step, from all their loss masks:
-    the total number of masked tokens ("token_mean") or of sequences with at least one masked token
-    ("seq_mean"), at least 1. "constant" is chosen by the user, not counted."""
+def normaliser_count(masks: Iterable[Tensor], aggregation: Aggregation = "token_mean") -> int:
+    """What the normaliser counts in these loss masks: masked tokens ("token_mean") or sequences
+    with at least one masked token ("seq_mean"); data-parallel ranks sum their counts."""
     if aggregation == "constant":
         raise ValueError("aggregation='constant' uses a fixed normaliser of your choice, not a count")
     if aggregation not in AGGREGATIONS:
@@ -109,7 +108,14 @@ def global_normaliser(masks: Iterable[Tensor], aggregation: Aggregation = "token
     for m in masks:
         m = m != 0
         total += int(m.sum()) if aggregation == "token_mean" else int((m.sum(dim=-1) > 0).sum())
-    return float(max(total, 1))
+    return total
+
+
+def global_normaliser(masks: Iterable[Tensor], aggregation: Aggregation = "token_mean") -> float:
+    """The normaliser to pass to every micro-batch of one optimiser step, from all their loss masks:
+    the total number of masked tokens ("token_mean") or of sequences with at least one masked token
+    ("seq_mean"), at least 1. "constant" is chosen by the user, not counted."""
+    return float(max(normaliser_count(masks, aggregation), 1))
 
 
 def policy_loss(

@@ -149,3 +149,16 @@ class MetricsLogger:
             self._safe(self._wandb.finish, "W&B")
         if self._trackio is not None:
             self._safe(self._trackio.finish, "trackio")
+
+
+class NullLogger:
+    """What ranks other than 0 log under torchrun: nothing (rank 0 writes the job's metrics)."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
