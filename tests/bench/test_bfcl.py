@@ -268,7 +268,7 @@ def test_pipeline_stage_runs_a_subset_before_and_after_and_compares_pairwise(tmp
 def test_the_pipeline_runs_bfcl_with_the_stages_model_and_reports_the_change(tmp_path):
     from officegym.bench.bfcl_pipeline import BfclSection, run_stage
     from officegym.pipeline import Pipeline, PipelineConfig
-    from officegym.pipeline_report import write_pipeline_report
+    from officegym.pipeline.report import write_pipeline_report
     from officegym.train.config import build_config
 
     out = tmp_path / "run"

@@ -56,7 +56,7 @@ def test_pipeline_runs_every_stage_then_resumes_by_skipping_them(tmp_path, tiny_
 def test_configs_in_the_repo_load(tmp_path):
     from pathlib import Path
 
-    from officegym.pipeline import _merge
+    from officegym.pipeline import merge_sections
     from officegym.train.config import GRPORunConfig, SFTRunConfig
 
     root = Path(__file__).resolve().parents[2] / "configs"
@@ -64,8 +64,8 @@ def test_configs_in_the_repo_load(tmp_path):
         cfg = load_pipeline_config(str(root / f"{name}.yaml"), [])
         assert set(cfg.stages) <= set(STAGES)
         if cfg.sft:
-            build_config(SFTRunConfig, _merge(cfg.sft, {"out_dir": str(tmp_path)}))
-        build_config(GRPORunConfig, _merge(cfg.grpo, {"out_dir": str(tmp_path)}))
+            build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path)}))
+        build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path)}))
 
 
 def test_a_bad_override_names_the_key():
@@ -116,7 +116,7 @@ def test_review_rounds_flag_retrain_and_feed_decisions_back(tmp_path, tiny_model
 
 
 def test_the_review_pool_never_takes_held_out_tasks(tmp_path):
-    from officegym.pipeline_review import build_pool
+    from officegym.pipeline.review import build_pool
 
     train, exports = tmp_path / "train.jsonl", tmp_path / "exp"
     exports.mkdir()
@@ -154,7 +154,7 @@ def test_an_interrupted_stage_keeps_its_time_and_the_resumed_run_adds_to_it(tmp_
     out = tmp_path / "run"
     pipe = Pipeline(_cfg(out, "unused", "stages=[world, tasks]"))
     clock = iter([100.0, 130.0, 200.0, 210.0, 300.0, 305.0])
-    monkeypatch.setattr("officegym.pipeline.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("officegym.pipeline.run.time.perf_counter", lambda: next(clock))
 
     def interrupted():
         raise KeyboardInterrupt

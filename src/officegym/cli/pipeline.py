@@ -34,7 +34,7 @@ def pipeline(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: rerun the same command to continue from the last finished stage or checkpoint[/]")
         raise typer.Exit(130) from None
-    from officegym.pipeline_report import headline
+    from officegym.pipeline import headline
 
     for line in headline(Path(cfg.out_dir)):
         console.print(line)

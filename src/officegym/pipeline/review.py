@@ -16,12 +16,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from officegym.core.files import atomic_write, load_appendable_jsonl
+from officegym.pipeline.config import PipelineConfig, PipelineError, merge_sections
 
-if TYPE_CHECKING:
-    from officegym.pipeline import Pipeline
+
+class ReviewHost(Protocol):
+    """What the review rounds use of the pipeline that runs them (`pipeline.run.Pipeline`)."""
+
+    cfg: PipelineConfig
+    out: Path
+
+    @property
+    def tasks_dir(self) -> Path: ...
+
+    @property
+    def world_dir(self) -> Path: ...
+
+    def say(self, text: str) -> None: ...
+
+    def train_grpo(self, start: str, out_dir: Path, sections: dict[str, Any], tasks: Path | None = None) -> None: ...
+
+    def evaluate(self, name: str, model: str, out: Path | None = None) -> dict[str, Any]: ...
 
 
 def build_pool(train: Path, export_dir: Path | None, held_out: set[str], out: Path) -> dict[str, int]:
@@ -50,7 +67,7 @@ def build_pool(train: Path, export_dir: Path | None, held_out: set[str], out: Pa
             "held_out_skipped": skipped_held_out, "pool": len(kept)}
 
 
-def _source(p: Pipeline, n: int) -> Path:
+def _source(p: ReviewHost, n: int) -> Path:
     """The rollouts round n flags: the previous round's GRPO run, else the pipeline's, else its
     latest evaluation."""
     root = p.out / "review"
@@ -60,12 +77,10 @@ def _source(p: Pipeline, n: int) -> Path:
         rollouts = c / "rollouts.jsonl"
         if rollouts.exists() and rollouts.stat().st_size > 0:
             return c
-    from officegym.pipeline import PipelineError
-
     raise PipelineError("review: no rollouts to flag; run the grpo or an eval stage first")
 
 
-def _start_model(p: Pipeline, n: int) -> str:
+def _start_model(p: ReviewHost, n: int) -> str:
     root = p.out / "review"
     for c in ([root / f"round_{n - 1:03d}" / "grpo" / "model"] if n > 1 else []) + [p.out / "grpo" / "model",
                                                                                     p.out / "sft" / "model"]:
@@ -74,12 +89,13 @@ def _start_model(p: Pipeline, n: int) -> str:
     return p.cfg.model
 
 
-def _held_out(p: Pipeline) -> set[str]:
+def _held_out(p: ReviewHost) -> set[str]:
     return {str(r["id"]) for split in ("validation", "test") for r in load_appendable_jsonl(p.tasks_dir / f"{split}.jsonl")}
 
 
-def run_review_rounds(p: Pipeline) -> list[dict[str, Any]]:
-    from officegym.pipeline import _merge
+def run_review_rounds(p: ReviewHost) -> list[dict[str, Any]]:
+    """The config's review rounds not yet done (see the module's docstring); returns every round's
+    summary, those done before included, and writes review/active_learning.md."""
     from officegym.review.flag import FlagConfig
     from officegym.review.loop import active_learning_round, write_summary
 
@@ -96,21 +112,21 @@ def run_review_rounds(p: Pipeline) -> list[dict[str, Any]]:
             continue
         rdir.mkdir(parents=True, exist_ok=True)
         source = _source(p, n)
-        p._say(f"review round {n}: flagging {source}")
+        p.say(f"review round {n}: flagging {source}")
         summary = active_learning_round(source, store, out_dir=root / "exports", reviews=rc.reviews, round=n,
                                         config=FlagConfig(audit_share=rc.audit_share), world=str(p.world_dir),
                                         run=source.relative_to(p.out).as_posix() if source.is_relative_to(p.out) else None)
         record = summary.to_dict()
-        p._say(f"review round {n}: {summary.flagged} flagged ({summary.new_items} new), "
-               f"{summary.needing_review} need review, {summary.imported} decisions imported")
+        p.say(f"review round {n}: {summary.flagged} flagged ({summary.new_items} new), "
+              f"{summary.needing_review} need review, {summary.imported} decisions imported")
         pool = rdir / "tasks.jsonl"
         record["pool"] = build_pool(p.tasks_dir / "train.jsonl", Path(summary.out_dir) if summary.out_dir else None,
                                     _held_out(p), pool)
         if rc.retrain == "grpo":
             start = _start_model(p, n)
             record["start_model"] = start
-            p.train_grpo(start, rdir / "grpo", _merge(p.cfg.grpo, rc.grpo), tasks=pool)
-            metrics = p._eval(f"review round {n}", str(rdir / "grpo" / "model"), out=rdir / "eval")
+            p.train_grpo(start, rdir / "grpo", merge_sections(p.cfg.grpo, rc.grpo), tasks=pool)
+            metrics = p.evaluate(f"review round {n}", str(rdir / "grpo" / "model"), out=rdir / "eval")
             record["eval"] = {"accuracy": metrics["accuracy"], "tasks": metrics["tasks"],
                               ">= 1 write": metrics["buckets"].get(">= 1 write", {}).get("accuracy")}
         atomic_write(summary_path, json.dumps(record, indent=1, default=str) + "\n")

@@ -1,0 +1,41 @@
+"""`officegym pipeline`: world -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> review ->
+report in one resumable run folder.
+
+config.py holds the config and the stages' order, run.py the `Pipeline` that runs them, review.py
+the optional active-learning rounds and report.py the run's report. Imports point one way:
+run -> review -> config and run -> report (which imports neither).
+"""
+
+from __future__ import annotations
+
+from officegym.pipeline.config import (
+    STAGES,
+    EvalSection,
+    PipelineConfig,
+    PipelineError,
+    ReviewSection,
+    TasksSection,
+    WorldSection,
+    load_pipeline_config,
+    merge_sections,
+)
+from officegym.pipeline.report import headline, write_pipeline_report
+from officegym.pipeline.review import build_pool, run_review_rounds
+from officegym.pipeline.run import Pipeline
+
+__all__ = [
+    "STAGES",
+    "EvalSection",
+    "Pipeline",
+    "PipelineConfig",
+    "PipelineError",
+    "ReviewSection",
+    "TasksSection",
+    "WorldSection",
+    "build_pool",
+    "headline",
+    "load_pipeline_config",
+    "merge_sections",
+    "run_review_rounds",
+    "write_pipeline_report",
+]

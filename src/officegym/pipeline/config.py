@@ -1,0 +1,98 @@
+"""The pipeline's config: its sections, the stages in order, and the error a stage raises."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from officegym.bench.bfcl_pipeline import BfclSection
+from officegym.train.config import load_config
+
+STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorldSection(_Section):
+    path: str | None = Field(None, description="an existing csv_data folder; null: generate one")
+    seed: int = 0
+    size: Literal["small", "reference", "large"] = "reference"
+
+
+class TasksSection(_Section):
+    n: int = Field(300, ge=1)
+    seed: int = 0
+    tools: Literal["all", "domain"] = "domain"
+    holdout_templates: int = Field(0, ge=0)
+    templates: list[str] | None = Field(None, description="only these template ids (default: all)")
+    fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")
+
+
+class EvalSection(_Section):
+    split: Literal["validation", "test"] = "validation"
+    max_tasks: int | None = Field(64, ge=1)
+    base_max_tasks: int | None = Field(None, ge=1, description="eval_base's own cap (the first tasks of the same "
+                                       "split); null: max_tasks. An untrained model writes to its token limit "
+                                       "every turn, so its evaluation costs the most and says the least")
+    k: int = Field(1, ge=1)
+    max_steps: int = Field(6, ge=1)
+    max_new_tokens: int = Field(256, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    batch_size: int = Field(8, ge=1)
+    threads: int | None = Field(None, ge=1)
+    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
+                                                          "decodes faster on CPUs with AMX/AVX512-BF16")
+    max_tool_output_chars: int | None = 2000
+    backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
+                                           "swapped per stage; pip install 'officegym[vllm]')")
+    vllm: dict[str, Any] = Field(default_factory=dict, description="vllm.LLM options for the vllm backend (dtype, ...)")
+
+
+class ReviewSection(_Section):
+    """The active-learning loop after GRPO (issue: human review): flag, import reviews, retrain."""
+
+    rounds: int = Field(0, ge=0, description="active-learning rounds; 0: no review stage")
+    store: str | None = Field(None, description="the review store (default: RUN/review/review.sqlite)")
+    reviews: list[str] = Field(default_factory=list, description="review files to import each round "
+                               "(decisions.jsonl, Label Studio or Argilla exports)")
+    audit_share: float = Field(0.05, ge=0.0, le=1.0, description="share of unflagged groups queued as a random audit")
+    retrain: Literal["grpo", "none"] = Field("grpo", description="retrain on the reviewed pool each round, or only flag")
+    grpo: dict[str, Any] = Field(default_factory=dict, description="overrides of the grpo section for retraining")
+
+
+class PipelineConfig(_Section):
+    out_dir: str = "runs/pipeline"
+    model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
+    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]] = list(STAGES)
+    world: WorldSection = Field(default_factory=WorldSection)
+    tasks: TasksSection = Field(default_factory=TasksSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+    sft: dict[str, Any] = Field(default_factory=dict, description="SFT config sections (as in configs/sft_*.yaml)")
+    grpo: dict[str, Any] = Field(default_factory=dict, description="GRPO config sections (as in configs/grpo_*.yaml)")
+    review: ReviewSection = Field(default_factory=ReviewSection)
+    bfcl: BfclSection | None = Field(None, description="a BFCL subset run by the listed evaluation stages "
+                                     "(pip install --no-deps bfcl-eval); null: none")
+
+
+class PipelineError(RuntimeError):
+    """A stage cannot run (its input is missing or broken); the message names the stage."""
+
+
+def merge_sections(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `forced` written over it, section by section (a copy; `base` is left alone)."""
+    out = copy.deepcopy(base)
+    for key, value in forced.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def load_pipeline_config(path: str | None, overrides: list[str]) -> PipelineConfig:
+    """The pipeline config from a YAML file (None: the defaults) with dotted.key=value overrides."""
+    return load_config(PipelineConfig, path, overrides)
