@@ -40,3 +40,122 @@ def test_the_top_floor_packages_do_not_import_each_other():
     for folder in TOP:
         found = {pkg: files for pkg, files in imported_packages(folder).items() if pkg in TOP}
         assert found == {}, f"{folder} imports {found}"
+
+
+# --- the cli and pipeline packages: no import cycle between their modules, no private names shared
+
+SPLIT_PACKAGES = ("cli", "pipeline")
+
+
+def package_modules(folder: str, root: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of officegym/`folder` (its __init__ is the package)."""
+    out = {}
+    for path in sorted((root / folder).rglob("*.py")):
+        parts = ("officegym", *path.relative_to(root).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def intra_package_imports(folder: str, root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports, anywhere in its body (inside functions
+    and `if TYPE_CHECKING:` too): importing the package itself is importing its __init__."""
+    modules = package_modules(folder, root)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+
+    def owner(name: str) -> str | None:  # the module a dotted name lives in, if one of ours
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                    base = f"{anchor}.{base}" if base else anchor
+                # `from pkg import sub` imports the submodule, `from pkg import name` the package
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                found = owner(target)
+                if found is not None and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of `graph` as the list of its nodes (first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def private_uses(folder: str, root: Path = PACKAGE) -> list[str]:
+    """Where a module of officegym/`folder` uses another module's underscore name: `from x import
+    _name`, `import x._name`, or `x._name` on anything but self/cls (a module, or an object another
+    module made, such as a Pipeline handed to the review rounds)."""
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+    found = []
+    for path in package_modules(folder, root).values():
+        where = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{where}:{node.lineno}: from {node.module} import {a.name}" for a in node.names if private(a.name)]
+            elif isinstance(node, ast.Import):
+                found += [f"{where}:{node.lineno}: import {a.name}" for a in node.names
+                          if any(private(part) for part in a.name.split("."))]
+            elif (isinstance(node, ast.Attribute) and private(node.attr) and isinstance(node.value, ast.Name)
+                  and node.value.id not in ("self", "cls")):
+                found.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_checks_see_a_cycle_and_private_names(tmp_path):
+    """The two checks below on a package that breaks both rules (as pipeline.py and
+    pipeline_review.py did: each imported the other, one used the other's _merge and p._say)."""
+    pkg = tmp_path / "officegym" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from officegym.demo.run import Runner\n")
+    (pkg / "run.py").write_text("def go():\n    from .review import rounds\n")
+    (pkg / "review.py").write_text("from officegym.demo import run\nfrom officegym.demo.run import _merge\n\n"
+                                   "def rounds(p):\n    p._say('x')\n")
+    graph = intra_package_imports("demo", tmp_path / "officegym")
+    assert graph == {"officegym.demo": {"officegym.demo.run"}, "officegym.demo.run": {"officegym.demo.review"},
+                     "officegym.demo.review": {"officegym.demo.run"}}
+    assert find_cycle(graph) == ["officegym.demo.run", "officegym.demo.review", "officegym.demo.run"]
+    assert [use.split(": ", 1)[1] for use in private_uses("demo", tmp_path / "officegym")] == ["from officegym.demo.run import _merge", "p._say"]
+
+
+def test_the_split_packages_import_no_cycle():
+    for folder in SPLIT_PACKAGES:
+        graph = intra_package_imports(folder)
+        assert len(graph) > 1, folder
+        assert find_cycle(graph) is None, f"{folder}: import cycle {' -> '.join(find_cycle(graph) or [])}"
+
+
+def test_the_split_packages_use_no_other_modules_private_names():
+    for folder in SPLIT_PACKAGES:
+        assert private_uses(folder) == [], folder
