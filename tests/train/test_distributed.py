@@ -67,3 +67,35 @@ def _run_start(model_dir: Path):
     torch.manual_seed(0)
     tm = load_train_model(cfg.model, cfg.lora, 0)
     return torch.cat([p.detach().reshape(-1) for p in tm.trainable_parameters()])
+
+
+@pytest.mark.slow
+def test_torchrun_runs_grpo_on_two_ranks_and_rank_0_writes(tmp_path, tiny_model_dir, workplace_tasks, tiny_world_dir):
+    """`torchrun --nproc_per_node 2 -m officegym.train grpo ...` end to end: both ranks train, rank 0
+    writes every rank's rollouts, the metrics, the checkpoints and the model; a rerun resumes."""
+    out = tmp_path / "run"
+    args = [f"out_dir={out}", f"model.name={tiny_model_dir}", "model.device=cpu", "model.threads=1",
+            f"data.tasks={workplace_tasks}", f"data.world={tiny_world_dir}", "data.val_fraction=0.25",
+            "logging.tensorboard=false", "rollout.max_steps=2", "rollout.max_new_tokens_per_turn=16",
+            "rollout.max_new_tokens_per_episode=32", "grpo.max_steps=2", "grpo.num_prompts_per_step=2",
+            "grpo.num_generations_per_prompt=2", "validation.every=2", "checkpoint.every=1", "rollout.temperature=1.0"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def torchrun(*overrides: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+               "--master_port", str(_free_port()), "-m", "officegym.train", "grpo", *args, *overrides]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+    proc = torchrun()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * 2 * 2  # both ranks' rollouts, written once
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "train/loss" in m] == [1, 2]
+    assert all(m["train/update_rows"] <= 4 for m in metrics if "train/loss" in m)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_000002"]
+    assert (out / "model" / "config.json").exists()
+    again = torchrun("grpo.max_steps=3")  # a longer run: both ranks resume from rank 0's checkpoint
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "resuming from" in again.stderr + again.stdout
+    assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()][-1] == 3
