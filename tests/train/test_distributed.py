@@ -99,3 +99,43 @@ def test_torchrun_runs_grpo_on_two_ranks_and_rank_0_writes(tmp_path, tiny_model_
     assert again.returncode == 0, again.stderr[-4000:]
     assert "resuming from" in again.stderr + again.stdout
     assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()][-1] == 3
+
+
+def _sft(tmp_path: Path, name: str, world: int, model_dir: Path, tasks: Path, world_dir: Path) -> tuple[list[dict], dict]:
+    out = tmp_path / name
+    args = [f"out_dir={out}", f"model.name={model_dir}", "model.device=cpu", "model.threads=1", f"data.tasks={tasks}",
+            f"data.world={world_dir}", "data.val_fraction=0", "logging.tensorboard=false", "sft.max_steps=2",
+            "sft.batch_size=4", "sft.micro_batch_size=2", "optim.lr=3e-3", "optim.min_lr=3e-3", "validation.every=0",
+            "checkpoint.every=2"]
+    port = _free_port()
+    procs = []
+    for rank in range(world):
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        if world > 1:
+            env.update(WORLD_SIZE=str(world), RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable, "-m", "officegym.train", "sft", *args], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+    from safetensors.torch import load_file
+
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return metrics, load_file(str(out / "model" / "model.safetensors"))
+
+
+def test_sft_on_two_ranks_takes_the_single_process_steps(tmp_path, tiny_model_dir, workplace_tasks, tiny_world_dir):
+    """Each rank trains half of every step's conversations; the summed token count and gradients
+    give the single-process loss, gradient norm and weights."""
+    import torch
+
+    alone, w1 = _sft(tmp_path, "alone", 1, tiny_model_dir, workplace_tasks, tiny_world_dir)
+    pair, w2 = _sft(tmp_path, "pair", 2, tiny_model_dir, workplace_tasks, tiny_world_dir)
+    assert [m["step"] for m in pair] == [m["step"] for m in alone] == [1, 2]
+    for a, b in zip(alone, pair):
+        assert b["train/trained_tokens"] == a["train/trained_tokens"]
+        assert b["train/loss"] == pytest.approx(a["train/loss"], rel=1e-5)
+        assert b["train/grad_norm"] == pytest.approx(a["train/grad_norm"], rel=1e-4)
+    assert w1.keys() == w2.keys()
+    assert all(torch.allclose(w1[k], w2[k], rtol=1e-4, atol=1e-6) for k in w1)

@@ -26,6 +26,7 @@ from officegym.train.data import (
     prepare_tasks,
     split_tasks,
 )
+from officegym.train.distributed import Dist, setup, teardown
 from officegym.train.grpo import TrainingSetupError, TrainResult, _check_out_dir
 from officegym.train.modeling import load_train_model, token_renderer
 from officegym.train.rollouts import validate
@@ -46,7 +47,7 @@ from officegym.train.sft_data import (
     ground_truth_conversations,
     rollout_conversations,
 )
-from officegym.train.tracking import METRICS, MetricsLogger, truncate_jsonl
+from officegym.train.tracking import METRICS, MetricsLogger, NullLogger, truncate_jsonl
 
 
 def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = None) -> tuple[list[Example], list[Example], list[Any], BuildReport]:
@@ -154,9 +155,23 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
 
     run_dir = Path(cfg.out_dir)
     _check_out_dir(run_dir, cfg.checkpoint.resume)
+    dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
+    if not dist.main:
+        console = None  # rank 0 speaks and writes for the job
     random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    prepare_run_dir(cfg, console, "sft")
+    torch.manual_seed(cfg.seed)  # the same seed everywhere: every rank starts from the same adapter
+    if dist.main:
+        prepare_run_dir(cfg, console, "sft")
+    dist.barrier()
+    try:
+        return _train(cfg, console, step_hook, run_dir, dist)
+    finally:
+        teardown(dist)
+
+
+def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:
+    """The SFT loop; under torchrun each rank trains its share of every step's conversations, the
+    token count and the gradients are summed over ranks, and rank 0 writes."""
     env = make_environment(cfg.data)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     renderer = token_renderer(tm, cfg)
@@ -185,9 +200,11 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
         stream.load_state_dict(info.state["data"])
         if console is not None:
             console.print(f"resuming from {info.path} (step {start_step})")
-    truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
-    logger = MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
-                           project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+    if dist.main:
+        truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
+    logger = (MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
+                            project=cfg.logging.project, offline=cfg.logging.offline, config=cfg.model_dump(mode="json"))
+              if dist.main else NullLogger())
     pad_id = int(renderer.pad_id)
     result = TrainResult(run_dir, start_step, start_step, False)
     governor = ThreadGovernor(cfg.model.threads)
@@ -199,10 +216,10 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                 t0 = time.perf_counter()
                 tm.model.train()
                 share = sft_share(s)
-                batches = _batches(stream.take(s.batch_size), s.micro_batch_size, pad_id, tm.device, share != "off",
-                                   s.micro_batch_tokens)
-                n_tokens = sum(int(b["loss_mask"].sum()) for b in batches)
-                seen = sum(int(b["attention_mask"].sum()) for b in batches)
+                drawn = dist.share(stream.take(s.batch_size))  # every rank draws the same; trains its share
+                batches = _batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens)
+                n_tokens = int(dist.sum(sum(int(b["loss_mask"].sum()) for b in batches)))
+                seen = int(dist.sum(sum(int(b["attention_mask"].sum()) for b in batches)))
                 optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
                 for b in batches:
@@ -210,18 +227,20 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                     loss = nll / max(1, n_tokens)
                     loss.backward()
                     loss_total += float(loss.detach())
+                dist.sum_gradients(params)
+                loss_total = dist.sum(loss_total)
                 grad_norm = grad_norm_and_clip(params, cfg.optim.grad_clip)
                 optimizer.step()
                 scheduler.step()
                 tm.model.eval()
-                seconds = time.perf_counter() - t0
+                seconds = dist.max(time.perf_counter() - t0)
                 metrics: dict[str, Any] = {"train/loss": loss_total, "train/grad_norm": grad_norm,
                                            "train/lr": float(optimizer.param_groups[0]["lr"]),
                                            "train/trained_tokens": float(n_tokens), "train/tokens_per_s": seen / seconds,
                                            "time/training_s": seconds, "train/epoch": float(stream.epoch),
                                            **thread_metrics(threads, busy)}
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
-                if due_val or step == total:
+                if (due_val or step == total) and dist.main:
                     t1 = time.perf_counter()
                     metrics["val/loss"] = eval_loss(tm, val, s.micro_batch_size, pad_id)
                     metrics["time/val_loss_s"] = time.perf_counter() - t1
@@ -235,16 +254,19 @@ def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, 
                     step_hook(step, metrics)
                 info_text = f"loss {loss_total:.3f}" + (f", val {metrics['val/loss']:.3f}" if "val/loss" in metrics else "")
                 bar.update(job, completed=step, info=info_text)
-                if step % cfg.checkpoint.every == 0 or step == total or stop.requested:
-                    metric = metrics.get(cfg.checkpoint.metric)
-                    save_checkpoint(manager, step, tm, optimizer, scheduler,
-                                    {"data": stream.state_dict(), "metric": metric, "metric_name": cfg.checkpoint.metric})
-                if stop.requested:
+                stopping = dist.any(stop.requested)  # a signal to any rank stops the job at this step
+                if step % cfg.checkpoint.every == 0 or step == total or stopping:
+                    if dist.main:
+                        metric = metrics.get(cfg.checkpoint.metric)
+                        save_checkpoint(manager, step, tm, optimizer, scheduler,
+                                        {"data": stream.state_dict(), "metric": metric, "metric_name": cfg.checkpoint.metric})
+                    dist.barrier()
+                if stopping:
                     result.stopped = True
                     break
     finally:
         logger.close()
-    if not result.stopped and result.last_step == total:
+    if not result.stopped and result.last_step == total and dist.main:
         tm.export(run_dir / "model")
         if console is not None:
             console.print(f"done: model in {run_dir / 'model'}")
