@@ -129,3 +129,30 @@ def teardown(d: Dist) -> None:
         if dist.is_initialized():
             dist.barrier()
             dist.destroy_process_group()
+
+
+def run_ranks(cfg: Any, console: Any, kind: str, body: Any, check: Any = None) -> Any:
+    """Start a training run on this rank: join the job, seed every rank alike (the same adapter
+    everywhere), let rank 0 prepare the run folder and speak, then `body(console, dist)`; the job
+    is left on the way out. `check(dist)` refuses settings the job cannot honour before anything is
+    written."""
+    import random
+
+    import torch
+
+    from officegym.train.runtime import prepare_run_dir
+
+    dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
+    try:
+        if check is not None:
+            check(dist)
+        if not dist.main:
+            console = None  # rank 0 speaks and writes for the job
+        random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        if dist.main:
+            prepare_run_dir(cfg, console, kind)
+        dist.barrier()
+        return body(console, dist)
+    finally:
+        teardown(dist)

@@ -26,7 +26,6 @@ the update; its reward still counts for its group's baseline.
 
 from __future__ import annotations
 
-import random
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -41,7 +40,7 @@ from officegym.rewards.calls import invalid_calls
 from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
-from officegym.train.distributed import Dist, setup, teardown
+from officegym.train.distributed import Dist, run_ranks
 from officegym.train.modeling import generation_policy, load_train_model, push_weights
 from officegym.train.rollouts import (
     RolloutWriter,
@@ -55,7 +54,6 @@ from officegym.train.runtime import (
     grad_norm_and_clip,
     make_optimizer,
     make_scheduler,
-    prepare_run_dir,
     progress_bar,
     restore_checkpoint,
     save_checkpoint,
@@ -93,26 +91,17 @@ def _check_out_dir(run_dir: Path, resume: bool) -> None:
 def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
     """Run GRPO as configured; resumes from the latest checkpoint in cfg.out_dir. `step_hook(step,
     metrics)` is called after each step (tests use it to interrupt a run)."""
-    import torch
 
     if not cfg.data.tasks:
         raise TrainingSetupError("data.tasks is required: a task JSONL with ground truth")
     run_dir = Path(cfg.out_dir)
     _check_out_dir(run_dir, cfg.checkpoint.resume)
-    dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
-    if dist.active and cfg.grpo.dynamic_sampling != "off":
-        raise TrainingSetupError("grpo.dynamic_sampling must be 'off' under torchrun (ranks would refill differently)")
-    if not dist.main:
-        console = None  # rank 0 speaks and writes for the job
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)  # the same seed everywhere: every rank starts from the same adapter
-    if dist.main:
-        prepare_run_dir(cfg, console, "grpo")
-    dist.barrier()
-    try:
-        return _train(cfg, console, step_hook, run_dir, dist)
-    finally:
-        teardown(dist)
+
+    def check(dist: Dist) -> None:
+        if dist.active and cfg.grpo.dynamic_sampling != "off":
+            raise TrainingSetupError("grpo.dynamic_sampling must be 'off' under torchrun (ranks would refill differently)")
+
+    return run_ranks(cfg, console, "grpo", lambda con, dist: _train(cfg, con, step_hook, run_dir, dist), check)
 
 
 def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:

@@ -26,7 +26,7 @@ from officegym.train.data import (
     prepare_tasks,
     split_tasks,
 )
-from officegym.train.distributed import Dist, setup, teardown
+from officegym.train.distributed import Dist, run_ranks
 from officegym.train.grpo import TrainingSetupError, TrainResult, _check_out_dir
 from officegym.train.modeling import load_train_model, token_renderer
 from officegym.train.rollouts import validate
@@ -35,7 +35,6 @@ from officegym.train.runtime import (
     grad_norm_and_clip,
     make_optimizer,
     make_scheduler,
-    prepare_run_dir,
     progress_bar,
     restore_checkpoint,
     save_checkpoint,
@@ -151,22 +150,10 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
 
 
 def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
-    import torch
 
     run_dir = Path(cfg.out_dir)
     _check_out_dir(run_dir, cfg.checkpoint.resume)
-    dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
-    if not dist.main:
-        console = None  # rank 0 speaks and writes for the job
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)  # the same seed everywhere: every rank starts from the same adapter
-    if dist.main:
-        prepare_run_dir(cfg, console, "sft")
-    dist.barrier()
-    try:
-        return _train(cfg, console, step_hook, run_dir, dist)
-    finally:
-        teardown(dist)
+    return run_ranks(cfg, console, "sft", lambda con, dist: _train(cfg, con, step_hook, run_dir, dist))
 
 
 def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:
