@@ -57,6 +57,9 @@ def test_eval_oracle_noop_resume_report_compare(reference_dir, tmp_path):
 
     res = runner.invoke(app, ["compare", str(oracle), str(noop)])
     assert res.exit_code == 0 and "oracle" in res.output and "noop" in res.output
+    # paired on the same tasks: a task counts for the oracle run when both its rollouts were right
+    assert ("noop vs oracle: no significant change in accuracy, 100.0% -> 16.7% (-83.3 points); 0 tasks gained, "
+            "5 lost, 6 tasks, exact McNemar p = 0.0625.") in " ".join(res.output.split())
 
 
 def test_eval_clear_errors(reference_dir, tmp_path):

@@ -234,7 +234,8 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A folder written by `of
 
 
 def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folders to put side by side.")]) -> None:
-    """Key metrics of several eval runs side by side (from their metrics.json)."""
+    """Key metrics of several eval runs side by side (from their metrics.json), and each run against
+    the first on the tasks both ran (exact McNemar, from their rollouts.jsonl)."""
     from officegym.eval.report import compare_table
 
     runs = {}
@@ -252,3 +253,31 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folder
     for r in rows:
         table.add_row(*r)
     Console().print(table)
+    for line in paired_lines(run_dirs):
+        Console().print(line, markup=False, highlight=False)
+
+
+def paired_lines(run_dirs: list[Path]) -> list[str]:
+    """Each run against the first, paired on the tasks both ran (runs without rollouts are left out)."""
+    from officegym.core.files import load_appendable_jsonl
+    from officegym.eval.stats import paired_outcomes, paired_verdict
+
+    def rows(d: Path) -> list | None:
+        try:
+            return load_appendable_jsonl(d / "rollouts.jsonl") if (d / "rollouts.jsonl").is_file() else None
+        except (OSError, ValueError):
+            return None
+
+    first = rows(run_dirs[0]) if run_dirs else None
+    out = []
+    for d in run_dirs[1:]:
+        other = rows(d)
+        if first is None or other is None:
+            continue
+        try:
+            cmp = paired_outcomes(first, other)
+        except ValueError:
+            continue
+        if cmp.n:
+            out.append(paired_verdict({"from": run_dirs[0].name, "to": d.name, **cmp.as_dict()}))
+    return out

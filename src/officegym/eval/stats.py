@@ -103,3 +103,14 @@ def paired_outcomes(rows_a: Iterable[dict[str, Any]], rows_b: Iterable[dict[str,
         else:
             neither += 1
     return PairedComparison(both + only_a + only_b + neither, both, only_a, only_b, neither)
+
+
+def paired_verdict(t: dict[str, Any]) -> str:
+    """One plain sentence about a paired comparison: `t` is `PairedComparison.as_dict()` plus
+    "from" and "to", the labels of the two evaluations."""
+    change = f"{100 * t['accuracy_a']:.1f}% -> {100 * t['accuracy_b']:.1f}% ({100 * t['delta']:+.1f} points)"
+    counts = f"{t['only_b']} tasks gained, {t['only_a']} lost, {t['n']} tasks, exact McNemar p = {t['p_value']:.3g}"
+    if t["p_value"] < 0.05:
+        word = "improved" if t["delta"] > 0 else "worsened"
+        return f"{t['to']} vs {t['from']}: {word} accuracy significantly, {change}; {counts}."
+    return f"{t['to']} vs {t['from']}: no significant change in accuracy, {change}; {counts}."

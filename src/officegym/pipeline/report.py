@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
+from officegym.eval.stats import paired_verdict
 
 EVALS = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
 
@@ -119,22 +120,12 @@ def paired_tests(out: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def verdict_line(t: dict[str, Any]) -> str:
-    """One plain sentence about a paired comparison."""
-    change = f"{100 * t['accuracy_a']:.1f}% -> {100 * t['accuracy_b']:.1f}% ({100 * t['delta']:+.1f} points)"
-    counts = f"{t['only_b']} tasks gained, {t['only_a']} lost, {t['n']} tasks, exact McNemar p = {t['p_value']:.3g}"
-    if t["p_value"] < 0.05:
-        word = "improved" if t["delta"] > 0 else "worsened"
-        return f"{t['to']} vs {t['from']}: {word} accuracy significantly, {change}; {counts}."
-    return f"{t['to']} vs {t['from']}: no significant change in accuracy, {change}; {counts}."
-
-
 def headline(out: Path) -> list[str]:
     """The lines a pipeline prints at its end: accuracy per stage and each paired test."""
     metrics = _load(out)
     lines = [f"{label}: accuracy {_acc_cell({'accuracy': m.get('accuracy'), 'ci95': m.get('accuracy_ci95'), 'n': m.get('rollouts')})}"
              for label, m in metrics.items()]
-    return lines + [verdict_line(t) for t in paired_tests(out)]
+    return lines + [paired_verdict(t) for t in paired_tests(out)]
 
 
 def _validation_points(out: Path) -> list[tuple[int, float]]:
@@ -209,7 +200,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
           "## Before and after", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
     if tests:
-        md += ["", "## Did each stage change accuracy? (paired, same tasks)", ""] + [f"- {verdict_line(t)}" for t in tests]
+        md += ["", "## Did each stage change accuracy? (paired, same tasks)", ""] + [f"- {paired_verdict(t)}" for t in tests]
     if links:
         md += ["", "Each evaluation's own report (transcripts, state diffs, failures by kind): "
                + ", ".join(f"[{label}]({href})" for label, href in links) + "."]
@@ -231,7 +222,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
     tests_html = ("<h2>Did each stage change accuracy? (paired, same tasks)</h2><ul>"
-                  + "".join(f"<li>{html.escape(verdict_line(t))}</li>" for t in tests) + "</ul>") if tests else ""
+                  + "".join(f"<li>{html.escape(paired_verdict(t))}</li>" for t in tests) + "</ul>") if tests else ""
     links_html = ("<p>Each evaluation's own report: " + ", ".join(
         f'<a href="{html.escape(href)}">{html.escape(label)}</a>' for label, href in links) + ".</p>") if links else ""
     bfcl_html = "".join(
