@@ -3,10 +3,12 @@
     python benchmarks/threads_bench.py [--model DIR] [--reps 3]
 
 Each cell runs in a fresh process (OpenMP reads its settings when torch loads): one GRPO-like update
-(8 rows sharing a 1,100-token prompt, 200 tokens each, LoRA, bf16 autocast; train/forward.py) and
-64 decoded tokens at batch 8 with the hf: decoding loop's model call. "busy" starts a pure-Python
-spinning process for the duration (the kind of load a laptop has). The table shows the median
-seconds and the slowdown against the idle run of the same setting.
+(8 rows sharing a 1,100-token prompt, 200 tokens each, LoRA, the CPU's precision; train/forward.py)
+and 64 decoded tokens at batch 8 with the hf: decoding loop's model call. "busy" starts a pure-Python
+spinning process for the duration (the kind of load a laptop has). Threads "2" is a count chosen
+once (what a run kept when the load came after its start); "auto" is the trainers' default, the
+thread governor re-measuring the free cores before every rep (machine.ThreadGovernor). The table
+shows the median seconds and the slowdown against the idle run of the same setting.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ import json, sys, time, torch
 from officegym.train.config import LoraConfig, ModelConfig
 from officegym.train.modeling import load_train_model
 from officegym.train.forward import forward_logprobs
-threads, model, reps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-tm = load_train_model(ModelConfig(name=model, device="cpu", precision="bf16", threads=threads), LoraConfig(enabled=True, r=16), 0)
+from officegym.machine import ThreadGovernor
+auto = sys.argv[1] == "auto"
+threads, model, reps = (None if auto else int(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+governor = ThreadGovernor(threads)
+tm = load_train_model(ModelConfig(name=model, device="cpu", precision="auto", threads=threads), LoraConfig(enabled=True, r=16), 0)
 tm.model.eval()
 g = torch.Generator().manual_seed(0)
 p = torch.randint(100, 40000, (1100,), generator=g)
@@ -51,6 +56,7 @@ def decode():
 update(); decode()  # warm-up
 res = {"update": [], "decode": []}
 for _ in range(reps):
+    governor.update()  # what the trainers do at every step ("auto": measured; a number: kept)
     t = time.perf_counter(); update(); res["update"].append(time.perf_counter() - t)
     t = time.perf_counter(); decode(); res["decode"].append(time.perf_counter() - t)
 print(json.dumps(res))
@@ -59,8 +65,11 @@ print(json.dumps(res))
 SPIN = "while True: pass"
 
 
-def run(threads: int, policy: str, busy: bool, model: str, reps: int) -> dict[str, float]:
+def run(threads: str, policy: str, busy: bool, model: str, reps: int) -> dict[str, float]:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    if threads == "auto":  # the trainers' default: the governor measures the free cores at every step
+        env.pop("OMP_NUM_THREADS")
+        env.pop("OFFICEGYM_THREADS", None)
     env.pop("OMP_WAIT_POLICY", None)
     if policy != "default":
         env["OMP_WAIT_POLICY"] = policy
@@ -81,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="a model directory (default: the bundled smollm2-135m cache)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--settings", default="1:default,2:default,2:PASSIVE", help="threads:OMP_WAIT_POLICY, comma-separated")
+    ap.add_argument("--settings", default="1:default,2:default,auto:default",
+                    help="threads:OMP_WAIT_POLICY, comma-separated; threads 'auto' re-chooses them every rep as the trainers do")
     args = ap.parse_args(argv)
     model = args.model
     if model is None:
@@ -93,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(col, justify="right")
     for setting in args.settings.split(","):
         threads, policy = setting.split(":")
-        idle = run(int(threads), policy, False, model, args.reps)
-        busy = run(int(threads), policy, True, model, args.reps)
+        idle = run(threads, policy, False, model, args.reps)
+        busy = run(threads, policy, True, model, args.reps)
         table.add_row(threads, policy, f"{idle['update']:.1f}", f"{busy['update']:.1f}", f"{busy['update'] / idle['update']:.1f}",
                       f"{idle['decode']:.1f}", f"{busy['decode']:.1f}", f"{busy['decode'] / idle['decode']:.1f}")
     Console(width=140).print(table)
