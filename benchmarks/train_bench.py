@@ -119,11 +119,16 @@ def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
 
 
 def _run_side(side: str, argv: list[str]) -> list[dict[str, float]]:
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")}
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(args_threads(argv))}
     proc = subprocess.run([sys.executable, __file__, *argv, "--side", side], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{side} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def args_threads(argv: list[str]) -> int:
+    """--threads from a side's argument list (OpenMP reads its count when torch loads)."""
+    return int(argv[argv.index("--threads") + 1]) if "--threads" in argv else 2
 
 
 def main(argv: list[str] | None = None) -> int:
