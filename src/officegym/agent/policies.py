@@ -85,3 +85,22 @@ def _role_baseline(spec: str, environment: str | None) -> Policy:
         return make_baseline_policy(spec)
     except ValueError as exc:
         raise PolicySpecError(str(exc)) from None
+
+
+def preflight(policy) -> str | None:
+    """What keeps `policy` from running (its backend unreachable, ...), or None (also for a policy
+    with no check); its clients are closed afterwards, as they belong to this check's event loop."""
+    import asyncio
+
+    if getattr(policy, "preflight", None) is None:
+        return None
+
+    async def check() -> str | None:
+        try:
+            return await policy.preflight()
+        finally:
+            close = getattr(policy, "aclose", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(check())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -37,16 +36,6 @@ def _check_run(out: Path, policy: str, version: str, fresh: bool) -> None:
         _fail(problem)
 
 
-async def _preflight(pol) -> str | None:
-    """The backend's own check (an unreachable server, an unknown model) before any entry runs."""
-    try:
-        return await pol.preflight()
-    finally:
-        close = getattr(pol, "aclose", None)
-        if close is not None:
-            await close()
-
-
 @bench_app.command("bfcl")
 def bfcl_command(
     policy: Annotated[str, typer.Option("--policy", help="Any policy spec: oracle (replays BFCL's answers) | noop | random[:SEED] | openai:MODEL | hf:PATH | smollm2-135m | vllm:MODEL | a checkpoint folder via hf:/vllm:.")],
@@ -61,7 +50,7 @@ def bfcl_command(
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier results.")] = False,
 ) -> None:
     """Run a policy on BFCL's offline categories, single- and multi-turn (resumable), score with bfcl-eval, write a report."""
-    from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.agent.policies import PolicySpecError, make_policy, preflight
     from officegym.bench import bfcl_lib
     from officegym.bench.bfcl_data import CategoryError, load_cases, parse_categories
     from officegym.bench.bfcl_report import category_rows, summary_rows, write_report
@@ -85,10 +74,9 @@ def bfcl_command(
         pol = make_policy(policy, base_url=base_url, seed=seed)
     except (PolicySpecError, FileNotFoundError, OSError) as exc:
         _fail(str(exc))
-    if getattr(pol, "preflight", None) is not None:
-        problem = asyncio.run(_preflight(pol))
-        if problem:
-            _fail(problem)
+    problem = preflight(pol)  # the backend's own check (an unreachable server, an unknown model) first
+    if problem:
+        _fail(problem)
     out.mkdir(parents=True, exist_ok=True)
     _check_run(out, policy, version, fresh)
     run_info = {"policy": policy, "bfcl_eval_version": version, "categories": chosen, "limit": limit, "seed": seed,

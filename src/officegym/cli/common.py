@@ -74,25 +74,6 @@ def parse_difficulty(text: str) -> tuple[int, int]:
     return lo, hi
 
 
-def preflight(policy) -> str | None:
-    """What keeps `policy` from running (its backend unreachable, ...), or None (also for a policy
-    with no check); its clients are closed afterwards, as they belong to this check's event loop."""
-    import asyncio
-
-    if getattr(policy, "preflight", None) is None:
-        return None
-
-    async def check() -> str | None:
-        try:
-            return await policy.preflight()
-        finally:
-            close = getattr(policy, "aclose", None)
-            if close is not None:
-                await close()
-
-    return asyncio.run(check())
-
-
 def write_json(path: Path, data) -> None:
     """`data` as indented JSON, written atomically."""
     from officegym.core.files import atomic_write

@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from officegym.cli.common import console, fail, parse_difficulty, preflight, read_task_file
+from officegym.agent.policies import preflight
+from officegym.cli.common import console, fail, parse_difficulty, read_task_file
 from officegym.core.inputs import output_dir
 
 

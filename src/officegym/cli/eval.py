@@ -14,13 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from officegym.agent.policies import preflight
 from officegym.cli.common import (
     WorldOpt,
     console,
     default_world,
     fail,
     load_world,
-    preflight,
     print_metrics,
     read_task_file,
     write_json,
