@@ -53,13 +53,6 @@ def split_tasks(tasks: list[Task], cfg: DataConfig, seed: int) -> tuple[list[Tas
     return train, val
 
 
-def default_world() -> Path:
-    """The generated world of seed 0 (reference size), written once into the officegym cache."""
-    from officegym.envs.workplace.generate import default_world as make_default
-
-    return make_default()
-
-
 def make_environment(cfg: DataConfig) -> Any:
     """The environment named by `cfg.env`; the workplace one gets its world (default: seed 0)."""
     try:

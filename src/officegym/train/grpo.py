@@ -304,7 +304,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     timing["scoring"] += time.perf_counter() - t0
 
     # 3. Training rows from the token ledger (this rank's groups), and the update.
-    here = [j for j, (grp, _) in enumerate((grp, t) for grp in groups for t in grp.trajectories) if grp.group_id in trained_here]
+    here = [j for j, grp in enumerate(grp for grp in groups for _ in grp.trajectories) if grp.group_id in trained_here]
     rows, row_adv, broken = _rows([trajs[j] for j in here], advantages[here] if len(here) else torch.zeros(0), policy)
     metrics["train/broken_rollouts"] = dist.sum(broken)
     metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))

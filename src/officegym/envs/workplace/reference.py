@@ -41,14 +41,9 @@ REFERENCE_FRAMES = {
 }
 
 
-def cache_dir() -> Path:
-    """The officegym cache (core/cache.py)."""
-    return cache_root()
-
-
 def reference_root() -> Path:
     """The folder that goes on sys.path: it holds `resources_servers/workplace_assistant/`."""
-    return cache_dir() / "ref" / "unpacked"
+    return cache_root() / "ref" / "unpacked"
 
 
 def _present(root: Path) -> bool:
@@ -112,7 +107,7 @@ def ensure_reference(download: bool = False) -> Path | None:
     root = reference_root()
     if _present(root):
         return root
-    wheel = cache_dir() / "ref" / WHEEL_NAME
+    wheel = cache_root() / "ref" / WHEEL_NAME
     if not wheel.is_file():
         if not download:
             return None
