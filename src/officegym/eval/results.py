@@ -21,17 +21,25 @@ from officegym.eval.run import ROLLOUTS, load_rollouts
 METRICS = "metrics.json"
 
 
+def _named(names: Any) -> set[str]:
+    """The registered environments among `names` (aliases resolved)."""
+    return {registry.canonical_name(n) for n in names if isinstance(n, str) and n} & set(registry.names())
+
+
+def _the_one(named: set[str]) -> str:
+    """The environment rows name when they name exactly one, else the default (NeMo Gym's rows)."""
+    return next(iter(named)) if len(named) == 1 else registry.DEFAULT_ENVIRONMENT
+
+
 def choose_environment(given: str | None, tasks: Sequence[Task]) -> str:
     """The environment to evaluate `tasks` in: `given`, else the single registered one the rows
     name, else the workplace. An unknown `given`, or rows naming another registered environment,
     raise EnvironmentSetupError saying so."""
-    known = set(registry.names())
-    named = {registry.canonical_name(t.environment_name) for t in tasks if t.environment_name}
-    named &= known
+    named = _named(t.environment_name for t in tasks)
     if given is None:
-        return named.pop() if len(named) == 1 else registry.DEFAULT_ENVIRONMENT
+        return _the_one(named)
     name = registry.canonical_name(given)
-    if name not in known:
+    if name not in registry.names():
         raise registry.UnknownEnvironmentError(given)
     others = sorted(named - {name})
     if others:
@@ -59,10 +67,7 @@ def run_environment(run_dir: Path, rows: Sequence[Any]) -> str:
         name = None
     if isinstance(name, str) and registry.canonical_name(name) in registry.names():
         return registry.canonical_name(name)
-    named = {registry.canonical_name(r.get("environment_name")) for r in rows
-             if isinstance(r, dict) and isinstance(r.get("environment_name"), str)}
-    named &= set(registry.names())
-    return named.pop() if len(named) == 1 else registry.DEFAULT_ENVIRONMENT
+    return _the_one(_named(r.get("environment_name") for r in rows if isinstance(r, dict)))
 
 
 def run_title(label: str, env_name: str) -> str:
