@@ -90,7 +90,17 @@ def _loads(driver, action) -> None:
     """Do `action` (a click or a key) and wait until it has loaded a new page."""
     old = driver.find_element(By.TAG_NAME, "html")
     action()
-    WebDriverWait(driver, 10).until(staleness_of(old))
+
+    def gone(d) -> bool:
+        try:
+            return staleness_of(old)(d)
+        except WebDriverException as exc:
+            # Chromium sometimes reports a node of the unloaded page this way instead of as stale
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+
+    WebDriverWait(driver, 10).until(gone)
 
 
 def test_review_in_a_browser(browser, flagged, tmp_path):
