@@ -42,6 +42,24 @@ def test_the_top_floor_packages_do_not_import_each_other():
         assert found == {}, f"{folder} imports {found}"
 
 
+def test_policies_live_on_the_agent_floor_not_in_environments():
+    found = []
+    for path in sorted((PACKAGE / "envs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.AsyncFunctionDef | ast.FunctionDef) and f.name == "complete" for f in node.body
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    assert found == []
+
+
+def test_one_rollout_loop_records_model_turns():
+    """Model turns become trajectory turns in agent/loop.py alone (the council plays through it too)."""
+    found = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                   if "Turn.from_completion(" in p.read_text(encoding="utf-8"))
+    assert found == ["agent/loop.py"]
+
+
 # --- the cli and pipeline packages: no import cycle between their modules, no private names shared
 
 SPLIT_PACKAGES = ("cli", "pipeline")

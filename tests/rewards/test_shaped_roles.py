@@ -9,13 +9,13 @@ import json
 import pytest
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.core import registry
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall, Verdict
-from officegym.envs.roles.baselines import make_baseline_policy
 from officegym.rewards import ShapedReward, find_unnecessary_steps
 from officegym.rewards.shaped import graded_correctness, planned_reads
 

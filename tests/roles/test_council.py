@@ -6,17 +6,11 @@ import asyncio
 
 import pytest
 
+from officegym.agent.council import CouncilConfig, run_council, run_councils
+from officegym.agent.council_seats import GreedyMediator, ScriptedMember, team_of
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 from officegym.envs.roles.council import CouncilState, score_council
-from officegym.envs.roles.council_loop import (
-    CouncilConfig,
-    GreedyMediator,
-    ScriptedMember,
-    run_council,
-    run_councils,
-    team_of,
-)
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +177,8 @@ def test_mediator_environment_counts_proposal_rounds(envs):
 
 
 def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
-    from officegym.envs.roles.council_loop import run_council_file, scripted_seat
+    from officegym.agent.council import run_council_file
+    from officegym.agent.council_seats import scripted_seat
 
     out = tmp_path / "councils.jsonl"
     seats = {"reconcile": scripted_seat("reconcile", "greedy")}

@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.core import registry
 from officegym.core.protocols import Environment, Session
-from officegym.envs.roles.baselines import make_baseline_policy
 from officegym.rewards import ShapedReward
 
 ROLE_ENVS = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost", "roles/council")

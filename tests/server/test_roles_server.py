@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.cli import app as cli_app
 from officegym.core import registry
-from officegym.envs.roles.baselines import make_baseline_policy
 from officegym.server.app import create_app
 from officegym.server.client import EnvClient, RemoteEnvironment
 from officegym.server.serve import ServeError, build_environment, make_app

@@ -1,9 +1,11 @@
-"""The agent loop: model turns and tool executions in an isolated session, then the verdict.
+"""The agent loop, the one rollout loop of the project: model turns and tool executions, then the verdict.
 
-Semantics follow NeMo Gym's simple agent: a step is one model turn (which may carry several tool
-calls); the episode ends when the model answers without a tool call or after `max_steps` turns
-(calls made in the last turn are executed and count); every call the model made, valid or not, is
-what the verifier replays.
+`play` drives any episode (core/episode.py): one seat or several, each with its own conversation,
+tools and policy. A single-agent environment plays as a `ToolEpisode`, whose rules follow NeMo
+Gym's simple agent: a step is one model turn (which may carry several tool calls); the episode ends
+when the model answers without a tool call or after `max_steps` turns (calls made in the last turn
+are executed and count); every call the model made, valid or not, is what the verifier replays.
+Multi-agent environments (the council) build their own episode and play through the same loop.
 """
 
 from __future__ import annotations
@@ -11,17 +13,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from officegym.agent.batching import Batcher
 from officegym.agent.formats import assistant_message, responses_items_to_chat_messages
+from officegym.core.episode import Episode
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.protocols import Environment
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
-from officegym.core.types import ToolCall
+from officegym.core.types import ToolCall, ToolResult, ToolSpec, Verdict
 
 INVALID_CALL_HINT = (
     "Invalid tool call: {reason}. Call a tool with "
@@ -48,94 +51,183 @@ async def _resolve(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def _execute(session: Any, call: ToolCall) -> tuple[str, str]:
-    """Run a call through the session; returns (text the model sees, status)."""
-    args = call.arguments if call.parse_error is None else call.raw_arguments
-    execute = getattr(session, "execute", None)
-    if execute is not None:
-        result = await _resolve(execute(call.name, args))
-        return result.text, result.status
-    return await _resolve(session.call(call.name, args)), "ok"
-
-
 RewardFn = Callable[[Task, Trajectory, Any], Any]
+Submit = Callable[[PolicyRequest], Awaitable[Completion]]
+
+
+class ToolEpisode(Episode):
+    """A single-agent environment as a one-seat episode, by NeMo Gym's simple-agent rules: a turn
+    per step; the episode ends when the model answers without a call (or a malformed one), when a
+    turn fails, or after `max_steps` turns; the verifier replays every call the model made."""
+
+    SEAT = "agent"
+    seats = (SEAT,)
+
+    def __init__(self, env: Environment, task: Task, config: LoopConfig):
+        self.env, self.task, self.config = env, task, config
+        self.session: Any = None
+        self._tools: list[ToolSpec] = []
+        self.steps = 0
+        self.stop: str | None = None
+
+    async def start(self) -> None:
+        self.session = await _resolve(self.env.session(self.task))
+        self._tools = await _resolve(self.env.tools(self.task))
+
+    def opening(self, seat: str) -> list[dict[str, Any]]:
+        return responses_items_to_chat_messages(self.task.input)
+
+    def tools(self, seat: str) -> list[ToolSpec]:
+        return self._tools
+
+    def next_group(self) -> tuple[str, ...]:
+        return () if self.stop is not None or self.steps >= self.config.max_steps else self.seats
+
+    async def execute(self, seat: str, call: ToolCall) -> ToolResult:
+        args = call.arguments if call.parse_error is None else call.raw_arguments
+        execute = getattr(self.session, "execute", None)
+        if execute is not None:
+            return await _resolve(execute(call.name, args))
+        text = await _resolve(self.session.call(call.name, args))  # a session that answers the text alone
+        return ToolResult(text, "ok", body=text)
+
+    def end_turn(self, seat: str, completion: Completion, calls: Sequence[ToolCall]) -> None:
+        self.steps += 1
+        if completion.error:
+            self.stop = "error"
+        elif not calls and not completion.invalid:
+            self.stop = "length" if completion.finish_reason == "length" else "answered"
+
+    async def finish(self, trajectories: Mapping[str, Trajectory]) -> Verdict:
+        close = getattr(self.session, "aclose", None)
+        if close is not None:  # a remote session frees its server-side state
+            await close()
+        return await _resolve(self.env.verify(self.task, trajectories[self.SEAT].calls, self.config.mode))
+
+    def stop_reason(self, seat: str) -> str:
+        return self.stop or "max_steps"
+
+
+async def play(
+    episode: Episode,
+    submit: Mapping[str, Submit],
+    config: LoopConfig,
+    task: Task,
+    names: Mapping[str, str] | None = None,
+    sample_index: int = 0,
+) -> tuple[dict[str, Trajectory], Verdict]:
+    """The one rollout loop: drive `episode` to its end, each seat's turns sent through its
+    `submit`. Returns every seat's trajectory (verdict, team reward and the seat's components set)
+    and the verdict (see core/episode.py)."""
+    start = time.perf_counter()
+    trajs = {s: Trajectory(task_id=task.id, policy=(names or {}).get(s, ""), sample_index=sample_index)
+             for s in episode.seats}
+    t0 = time.perf_counter()
+    await _resolve(episode.start())
+    env_seconds = time.perf_counter() - t0
+    convs = {s: list(episode.opening(s)) for s in episode.seats}
+    tools = {s: episode.tools(s) for s in episode.seats}
+    previous: dict[str, Completion | None] = dict.fromkeys(episode.seats)
+    used_ids: dict[str, set[str]] = {s: set() for s in episode.seats}
+    while group := tuple(episode.next_group()):
+        requests = []
+        for seat in group:  # every seat of the group sees the same snapshot
+            news = episode.news(seat)
+            if news:
+                convs[seat].append({"role": "user", "content": news})
+            turn_index = len(trajs[seat].turns)
+            requests.append(PolicyRequest(list(convs[seat]), tools[seat], task, turn_index, previous[seat]))
+        completions = await asyncio.gather(*(submit[seat](r) for seat, r in zip(group, requests)))
+        for seat, completion in zip(group, completions):
+            previous[seat] = completion
+            env_seconds += await _take_turn(episode, seat, completion, trajs[seat], convs[seat], used_ids[seat], config)
+    t0 = time.perf_counter()
+    verdict = await _resolve(episode.finish(trajs))
+    env_seconds += time.perf_counter() - t0
+    for seat, traj in trajs.items():
+        traj.messages = convs[seat]
+        traj.verdict = verdict.to_dict()
+        traj.reward = verdict.reward
+        traj.reward_components = episode.components(seat, verdict)
+        traj.stop_reason = episode.stop_reason(seat)
+        traj.env_seconds = env_seconds
+        traj.seconds = time.perf_counter() - start
+    return trajs, verdict
+
+
+async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: Trajectory,
+                     messages: list[dict[str, Any]], used_ids: set[str], config: LoopConfig) -> float:
+    """Record one model turn of `seat` and run its calls; returns the seconds spent in the environment."""
+    step = len(traj.turns)
+    turn = Turn.from_completion(completion)
+    traj.turns.append(turn)
+    if completion.error:
+        traj.error = completion.error
+        episode.end_turn(seat, completion, [])
+        return 0.0
+    calls = []
+    for i, c in enumerate(completion.tool_calls):
+        if not c.call_id or c.call_id in used_ids:  # text formats number calls per turn
+            c = _with_id(c, step, i)
+        used_ids.add(c.call_id)
+        calls.append(c)
+    messages.append(assistant_message(completion.text, calls))
+    seconds = 0.0
+    for call in calls:
+        e0 = time.perf_counter()
+        result = await _resolve(episode.execute(seat, call))
+        spent = time.perf_counter() - e0
+        seconds += spent
+        output, cut = truncate(result.text, config.max_tool_output_chars)
+        turn.executions.append(ToolExecution(call, output, result.status, cut, spent))
+        messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
+    for reason in completion.invalid:
+        messages.append({"role": "tool", "tool_call_id": None, "content": INVALID_CALL_HINT.format(reason=reason)})
+    episode.end_turn(seat, completion, calls)
+    return seconds
 
 
 async def rollout(
     env: Environment,
     task: Task,
-    submit: Callable[[PolicyRequest], Any],
+    submit: Submit,
     config: LoopConfig,
     reward_fn: RewardFn | None = None,
     sample_index: int = 0,
     policy_name: str = "",
 ) -> Trajectory:
     """One episode of `task`: `submit` sends a request to the policy (directly or via a Batcher)."""
-    start = time.perf_counter()
-    env_seconds = 0.0
-    traj = Trajectory(task_id=task.id, policy=policy_name, sample_index=sample_index)
-    t0 = time.perf_counter()
-    session = await _resolve(env.session(task))
-    tools = await _resolve(env.tools(task))
-    env_seconds += time.perf_counter() - t0
-    messages = responses_items_to_chat_messages(task.input)
-    previous = None
-    used_ids: set[str] = set()
-    stop = "max_steps"
-    for step in range(config.max_steps):
-        request = PolicyRequest(messages=list(messages), tools=tools, task=task, turn=step, previous=previous)
-        completion = await submit(request)
-        previous = completion
-        turn = Turn.from_completion(completion)
-        traj.turns.append(turn)
-        if completion.error:
-            traj.error = completion.error
-            stop = "error"
-            break
-        calls = []
-        for i, c in enumerate(completion.tool_calls):
-            if not c.call_id or c.call_id in used_ids:  # text formats number calls per turn
-                c = _with_id(c, step, i)
-            used_ids.add(c.call_id)
-            calls.append(c)
-        messages.append(assistant_message(completion.text, calls))
-        t0 = time.perf_counter()
-        for call in calls:
-            e0 = time.perf_counter()
-            output, status = await _execute(session, call)
-            output, cut = truncate(output, config.max_tool_output_chars)
-            turn.executions.append(ToolExecution(call, output, status, cut, time.perf_counter() - e0))
-            messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
-        env_seconds += time.perf_counter() - t0
-        for reason in completion.invalid:
-            messages.append({"role": "tool", "tool_call_id": None, "content": INVALID_CALL_HINT.format(reason=reason)})
-        if not calls and not completion.invalid:
-            stop = "length" if completion.finish_reason == "length" else "answered"
-            break
-    traj.stop_reason = stop
-    traj.messages = messages
-    t0 = time.perf_counter()
-    close = getattr(session, "aclose", None)
-    if close is not None:  # a remote session frees its server-side state
-        await close()
-    verdict = await _resolve(env.verify(task, traj.calls, config.mode))
-    env_seconds += time.perf_counter() - t0
-    traj.verdict = verdict.to_dict()
-    if reward_fn is None:
-        traj.reward = verdict.reward
-        traj.reward_components = {"outcome": verdict.reward}
-    else:
+    seat = ToolEpisode.SEAT
+    trajs, verdict = await play(ToolEpisode(env, task, config), {seat: submit}, config, task, {seat: policy_name},
+                                sample_index)
+    traj = trajs[seat]
+    if reward_fn is not None:
         result = reward_fn(task, traj, verdict)
         traj.reward = float(result.total)
         traj.reward_components = dict(result.components)
-    traj.env_seconds = env_seconds
-    traj.seconds = time.perf_counter() - start
     return traj
 
 
 def _with_id(call: ToolCall, step: int, index: int) -> ToolCall:
     call.call_id = f"call_{step}_{index}"
     return call
+
+
+def submitter(policy: Policy, params: SamplingParams, max_batch: int = 32) -> tuple[Submit, Batcher | None]:
+    """How turns reach `policy`: through a Batcher that gathers concurrent turns into one call, or
+    one by one for a backend that batches across conversations itself (continuous batching, so a
+    rollout never waits for other rollouts' longer turns). A failing backend fails the turn, never
+    the run. Close the Batcher (second item, None when there is none) when done."""
+    if getattr(policy, "continuous", False):
+        async def one_by_one(request: PolicyRequest) -> Completion:
+            try:
+                return (await policy.complete([request], params))[0]
+            except Exception as exc:
+                return Completion(finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+
+        return one_by_one, None
+    batcher = Batcher(policy, params, max_batch=max_batch)
+    return batcher.submit, batcher
 
 
 async def run_rollouts(
@@ -150,16 +242,9 @@ async def run_rollouts(
 ) -> list[Trajectory]:
     """Run (task, sample index) jobs concurrently, each in its own session; results in job order.
     `on_done` is called as each finishes (to write it out and advance a progress bar)."""
-    batcher = Batcher(policy, config.params, max_batch=max_batch)
+    submit, batcher = submitter(policy, config.params, max_batch)
     gate = asyncio.Semaphore(max(1, concurrency))
     name = getattr(policy, "name", type(policy).__name__)
-    if getattr(policy, "continuous", False):
-        # The backend batches across conversations itself (continuous batching): each turn goes in
-        # on its own, so a rollout never waits for other rollouts' longer turns.
-        async def submit(request: PolicyRequest) -> Completion:
-            return (await policy.complete([request], config.params))[0]
-    else:
-        submit = batcher.submit
 
     async def one(task: Task, k: int) -> Trajectory:
         async with gate:
@@ -172,4 +257,5 @@ async def run_rollouts(
     try:
         return list(await asyncio.gather(*(one(t, k) for t, k in job_list)))
     finally:
-        await batcher.close()
+        if batcher is not None:
+            await batcher.close()

@@ -73,9 +73,9 @@ def make_policy(spec: str, **options: Any) -> Policy:
 
 
 def _role_baseline(spec: str, environment: str | None) -> Policy:
+    from officegym.agent.role_baselines import make_baseline_policy
     from officegym.core.registry import canonical_name
     from officegym.envs.roles import ENVIRONMENTS
-    from officegym.envs.roles.baselines import make_baseline_policy
 
     if environment is not None and canonical_name(environment) not in ENVIRONMENTS:
         raise PolicySpecError(

@@ -1,4 +1,4 @@
-"""`officegym council`: executive councils, each seat with its own policy (envs/roles/council_run)."""
+"""`officegym council`: executive councils, each seat with its own policy (agent/council_run)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,8 @@ def council(
     the mean team reward, the consensus rate and the valid objections left unresolved."""
     import tempfile
 
-    from officegym.agent.policies import PolicySpecError, make_policy
-    from officegym.core.policy import SamplingParams
-    from officegym.envs.roles.council import CouncilEnvironment
-    from officegym.envs.roles.council_loop import CouncilConfig, parse_seats
-    from officegym.envs.roles.council_run import (
+    from officegym.agent.council import CouncilConfig, parse_seats
+    from officegym.agent.council_run import (
         COUNCILS,
         SUMMARY,
         CouncilRunError,
@@ -45,6 +42,9 @@ def council(
         run_council_folder,
         seat_policies,
     )
+    from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.core.policy import SamplingParams
+    from officegym.envs.roles.council import CouncilEnvironment
     from officegym.progress import progress
 
     try:

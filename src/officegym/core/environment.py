@@ -11,7 +11,9 @@ caller probes attributes with `getattr` or compares environment names:
 - `world_path`: the folder the world was loaded from, if any (the server reports it);
 - `nemo_gym_server`: the class of NeMo Gym's own resources server for it, if it has one (the
   session cookie is named after it);
-- `generate_tasks(n, seed, ...)`: the environment's own task generator, when it has one.
+- `generate_tasks(n, seed, ...)`: the environment's own task generator, when it has one;
+- `seats` and `episode(task, max_rounds=)`: a multi-agent environment names its seats and builds
+  the episode (core/episode.py) that the agent loop plays, every seat with its own policy.
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from officegym.core.episode import Episode
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
 
@@ -38,6 +41,7 @@ class BaseEnvironment:
     takes_world: ClassVar[bool] = False
     session_from_row: ClassVar[bool] = False
     nemo_gym_server: ClassVar[str | None] = None  # NeMo Gym's resources-server class for it, if any
+    seats: ClassVar[tuple[str, ...]] = ()  # a multi-agent environment's seats; () for a single agent
     write_tools: frozenset[str] | None = None
     mode: str = "outcome"
 
@@ -61,6 +65,10 @@ class BaseEnvironment:
 
     def generate_tasks(self, n: int, seed: int, **options: Any) -> list[Task]:
         raise EnvironmentSetupError(f"{self.name} has no task generator of its own")
+
+    def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
+        """The multi-agent episode over `task` (environments with `seats`)."""
+        raise EnvironmentSetupError(f"{self.name} is a single-agent environment: it has no seats to play")
 
     @property
     def has_task_generator(self) -> bool:

@@ -21,7 +21,8 @@ right only when no plan satisfies everyone. Per-seat credit (+0.1 for disclosing
 
 `CouncilEnvironment` is the single-agent form (`roles/council`): the model is the mediator and the
 other seats are the scripted members below, so the agent loop and trainer run it unchanged.
-`officegym.envs.roles.council_loop` runs all four seats as separate policies.
+`CouncilEnvironment.episode` (council_episode.py) gives every seat its own policy: the agent loop
+plays all four.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from officegym.core.episode import Episode
+from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolResult, ToolSpec
 from officegym.envs.roles.base import (
     ESCALATE,
@@ -659,7 +662,10 @@ class CouncilSession(RoleSession):
 
 
 class CouncilEnvironment(RoleEnvironment):
-    """The council with the model as mediator and scripted members (see council_loop for all seats)."""
+    """The council with the model as mediator and scripted members; `episode` gives the multi-agent
+    form, every seat a policy of its own (council_episode.py)."""
+
+    seats = SEATS
 
     role = ROLE
     name = "roles/council"
@@ -683,3 +689,10 @@ class CouncilEnvironment(RoleEnvironment):
 
     def grade(self, scenario: Scenario, answer: ToolCall) -> Grade:
         raise TypeError("the council is graded from its whole session (grade_session)")
+
+    def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
+        """The council over `task` with every seat played by its own policy (a CouncilEpisode)."""
+        # council_episode builds on this module's state and scoring, so it is imported here
+        from officegym.envs.roles.council_episode import DEFAULT_ROUNDS, CouncilEpisode
+
+        return CouncilEpisode(task, self.scenario(task), max_rounds or DEFAULT_ROUNDS)

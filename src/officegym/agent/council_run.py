@@ -8,16 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from officegym.agent.council import CouncilConfig, run_council_file, summarize_councils
+from officegym.agent.council_seats import scripted_seat
 from officegym.core.files import atomic_write
 from officegym.core.policy import Policy
 from officegym.core.task import Task
-from officegym.envs.roles.council_loop import (
-    SEATS,
-    CouncilConfig,
-    run_council_file,
-    scripted_seat,
-    summarize_councils,
-)
+from officegym.envs.roles.council import SEATS
 
 COUNCILS = "councils.jsonl"
 SUMMARY = "summary.json"

@@ -1,0 +1,234 @@
+"""The council through the one agent loop: a policy per seat, the team reward, many councils.
+
+`run_council` plays a roles/council task's episode (envs/roles/council_episode.py) with
+`agent.loop.play`, each seat's turns sent to its policy (seats sharing a policy object are batched
+together, across councils too); seats left out are scripted (agent/council_seats.py).
+`run_council_file` runs many into a resumable JSONL file; `summarize_councils` gives the team
+figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.batching import Batcher
+from officegym.agent.council_seats import ScriptedMediator, ScriptedMember
+from officegym.agent.loop import LoopConfig, Submit, play, submitter
+from officegym.core.files import load_appendable_jsonl
+from officegym.core.policy import Policy, SamplingParams
+from officegym.core.task import Task
+from officegym.core.trajectory import Trajectory
+from officegym.core.types import Verdict
+from officegym.envs.roles.base import Grade
+from officegym.envs.roles.council import MEDIATOR, SEATS, CouncilEnvironment, CouncilState
+from officegym.envs.roles.council_episode import DEFAULT_ROUNDS, CouncilEpisode
+
+
+@dataclass
+class CouncilConfig:
+    max_rounds: int = DEFAULT_ROUNDS
+    params: SamplingParams = field(default_factory=SamplingParams)
+    max_batch: int = 32
+
+
+@dataclass
+class CouncilOutcome:
+    """A finished council: the state with every act, its grade and verdict, each seat's conversation."""
+
+    task_id: Any
+    state: CouncilState
+    grade: Grade
+    verdict: Verdict
+    trajectories: dict[str, Trajectory]
+    seconds: float = 0.0
+
+    @property
+    def reward(self) -> float:
+        return self.grade.reward
+
+
+def full_seats(seats: Mapping[str, Policy]) -> dict[str, Policy]:
+    """`seats` with the missing ones scripted."""
+    return {s: seats.get(s) or (ScriptedMediator() if s == MEDIATOR else ScriptedMember(s)) for s in SEATS}
+
+
+def _name(policy: Policy) -> str:
+    return getattr(policy, "name", type(policy).__name__)
+
+
+class Seating:
+    """How each seat's turns reach its policy: one submit per distinct policy object (a Batcher
+    gathers the concurrent turns of every seat and council it plays). Close it when done."""
+
+    def __init__(self, seats: Mapping[str, Policy], config: CouncilConfig):
+        self.policies = full_seats(seats)
+        made: dict[int, Submit] = {}
+        self._batchers: list[Batcher] = []
+        for policy in self.policies.values():
+            if id(policy) not in made:
+                submit, batcher = submitter(policy, config.params, config.max_batch)
+                made[id(policy)] = submit
+                if batcher is not None:
+                    self._batchers.append(batcher)
+        self.submit = {s: made[id(p)] for s, p in self.policies.items()}
+        self.names = {s: _name(p) for s, p in self.policies.items()}
+
+    async def close(self) -> None:
+        for batcher in self._batchers:
+            await batcher.close()
+
+
+async def play_council(task: Task, seating: Seating, config: CouncilConfig, env: CouncilEnvironment) -> CouncilOutcome:
+    """One council over `task` through the agent loop."""
+    start = time.perf_counter()
+    episode = env.episode(task, max_rounds=config.max_rounds)
+    assert isinstance(episode, CouncilEpisode)
+    loop_config = LoopConfig(max_steps=config.max_rounds, max_tool_output_chars=None, params=config.params)
+    trajs, verdict = await play(episode, seating.submit, loop_config, task, seating.names)
+    assert episode.grade is not None
+    return CouncilOutcome(task.id, episode.state, episode.grade, verdict, trajs, time.perf_counter() - start)
+
+
+async def run_council(task: Task, seats: Mapping[str, Policy], config: CouncilConfig | None = None,
+                      env: CouncilEnvironment | None = None) -> CouncilOutcome:
+    """One council over `task` (a roles/council task). Seats missing from `seats` are scripted."""
+    config = config or CouncilConfig()
+    seating = Seating(seats, config)
+    try:
+        return await play_council(task, seating, config, env or CouncilEnvironment())
+    finally:
+        await seating.close()
+
+
+async def run_councils(tasks: Sequence[Task], seats: Mapping[str, Policy], config: CouncilConfig | None = None,
+                       concurrency: int = 32) -> list[CouncilOutcome]:
+    """Many councils concurrently (results in task order)."""
+    config = config or CouncilConfig()
+    gate = asyncio.Semaphore(max(1, concurrency))
+    env = CouncilEnvironment()
+    seating = Seating(seats, config)
+
+    async def one(task: Task) -> CouncilOutcome:
+        async with gate:
+            return await play_council(task, seating, config, env)
+
+    try:
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+    finally:
+        await seating.close()
+
+
+def outcome_row(outcome: CouncilOutcome, seats: Mapping[str, Policy]) -> dict[str, Any]:
+    """A JSON row for a finished council: reward, label, components, evidence, every act, every seat's
+    conversation."""
+    return {
+        "task_id": outcome.task_id, "reward": outcome.reward, "label": outcome.grade.label,
+        "components": outcome.grade.components, "evidence": outcome.grade.evidence, "acts": outcome.state.events,
+        "rounds": outcome.state.rounds, "seconds": outcome.seconds,
+        "seats": {s: getattr(p, "name", type(p).__name__) for s, p in seats.items()},
+        "trajectories": {s: t.to_dict() for s, t in outcome.trajectories.items()},
+    }
+
+
+def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Path,
+                     config: CouncilConfig | None = None, concurrency: int = 8,
+                     progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+    """Run a council per task and append each row to `out` (JSONL) as it finishes. Tasks whose id is
+    already in the file are skipped (a torn last line from an interrupted run is dropped), so an
+    interrupted run resumes where it stopped. Returns every row, old and new."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = load_appendable_jsonl(out)
+    config = config or CouncilConfig()
+    seats = full_seats(seats)
+    names = {s: _name(p) for s, p in seats.items()}
+    other = next((r.get("seats") for r in rows if isinstance(r.get("seats"), dict) and r.get("seats") != names), None)
+    if other is not None:
+        raise ValueError(f"{out} holds councils played by other seats ({other}); write to another file")
+    done = {json.dumps(r.get("task_id"), default=str) for r in rows}
+    todo = [t for t in tasks if json.dumps(t.id, default=str) not in done]
+    if progress is not None and len(tasks) > len(todo):
+        progress(len(tasks) - len(todo))
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(max(1, concurrency))
+        env = CouncilEnvironment()
+        seating = Seating(seats, config)
+        with open(out, "a", encoding="utf-8") as fh:
+
+            async def one(task: Task) -> None:
+                async with gate:
+                    outcome = await play_council(task, seating, config, env)
+                row = outcome_row(outcome, seats)
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                fh.flush()
+                rows.append(row)
+                if progress is not None:
+                    progress(1)
+
+            try:
+                await asyncio.gather(*(one(t) for t in todo))
+            finally:  # backends hold HTTP clients bound to this event loop
+                await seating.close()
+                for policy in {id(p): p for p in seats.values()}.values():
+                    close = getattr(policy, "aclose", None)
+                    if close is not None:
+                        await close()
+
+    asyncio.run(main())
+    return rows
+
+
+def parse_seats(text: str) -> dict[str, str]:
+    """"cto=oracle,cost=greedy,reconcile=hf:PATH" -> {seat: spec}. Seats left out are scripted.
+    A spec may itself hold ':' and '=' (only the first '=' of an item splits); commas split items."""
+    seats: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        seat, sep, spec = item.partition("=")
+        seat, spec = seat.strip(), spec.strip()
+        if not sep or not spec:
+            raise ValueError(f"bad seat {item!r}: write SEAT=POLICY, e.g. cto=oracle")
+        if seat not in SEATS:
+            raise ValueError(f"unknown seat {seat!r}; the seats are {', '.join(SEATS)}")
+        if seat in seats:
+            raise ValueError(f"seat {seat!r} is given twice")
+        if spec == "silent" and seat == MEDIATOR:
+            raise ValueError("silent is a member policy; the mediator takes scripted, oracle, greedy or a model")
+        seats[seat] = spec
+    return seats
+
+
+def summarize_councils(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Team figures of finished councils: mean reward, consensus rate (a commit every member
+    accepted), valid objections left unresolved (total and per council), commits, escalations,
+    mean rounds and the count of each verdict label."""
+    n = len(rows)
+    if not n:
+        return {"councils": 0}
+    comps = [r.get("components") or {} for r in rows]
+    labels: dict[str, int] = {}
+    for r in rows:
+        labels[str(r.get("label"))] = labels.get(str(r.get("label")), 0) + 1
+    commits = sum(1 for r in rows if any(a.get("act") == "commit" for a in r.get("acts") or []))
+    escalations = sum(1 for r in rows if any(a.get("act") == "escalate" for a in r.get("acts") or []))
+    unresolved = sum(float(c.get("unresolved_objections", 0.0)) for c in comps)
+    return {
+        "councils": n,
+        "mean_reward": sum(float(r.get("reward") or 0.0) for r in rows) / n,
+        "consensus_rate": sum(float(c.get("consensus", 0.0)) for c in comps) / n,
+        "unresolved_objections": unresolved,
+        "unresolved_per_council": unresolved / n,
+        "commit_rate": commits / n,
+        "escalation_rate": escalations / n,
+        "mean_rounds": sum(float(r.get("rounds") or 0) for r in rows) / n,
+        "labels": dict(sorted(labels.items())),
+    }
+
+
+__all__ = ["CouncilConfig", "CouncilOutcome", "Seating", "full_seats", "outcome_row", "parse_seats", "play_council",
+           "run_council", "run_council_file", "run_councils", "summarize_councils"]
