@@ -189,3 +189,22 @@ def test_reading_a_task_file_shares_one_tool_list_between_rows(tmp_path):
     tasks = read_tasks(path)
     assert [t.to_row() for t in tasks] == rows
     assert all(t.tools[0] is tasks[0].tools[0] for t in tasks[2:])
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1, "a": 2}', "-0", "-0.0", "1e-400", "1e309", "NaN", "-Infinity", "12345678901234567890123",
+    "-9223372036854775809", "18446744073709551616", '"\\ud800"', '{"a": "\\udc00x"}', "0.1", '"\\u00e9"',
+    " {} ", "\ufeff{}", "[1,]", '{"a": 1}x', "{", "", '"\x01"', "{'a': 1}", '{"k": [true, false, null, 2.5e3]}',
+])
+def test_loads_gives_exactly_what_json_loads_gives(text):
+    from officegym.core.task import loads
+
+    try:
+        expected = json.loads(text)
+    except json.JSONDecodeError as exc:
+        with pytest.raises(json.JSONDecodeError) as ours:
+            loads(text)
+        assert str(ours.value) == str(exc)
+    else:
+        got = loads(text)
+        assert repr(got) == repr(expected) and type(got) is type(expected)
