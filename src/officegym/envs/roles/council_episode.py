@@ -173,10 +173,20 @@ class CouncilEpisode(Episode):
         return "answered" if self.state.outcome is not None else "max_steps"
 
     def components(self, seat: str, verdict: Verdict) -> dict[str, float]:
-        """The team's components and the seat's own credit (disclosed binding facts, false objections)."""
+        """The team's components, the seat's own credit (disclosed binding facts, false objections)
+        and its acts: objections raised, those valid, those resolved (the committed plan is one the
+        seat accepted), acts in all."""
         comps = self.grade.components if self.grade is not None else {}
+        state = self.state
+        committed = state.outcome[1] if state.outcome is not None and state.outcome[0] == "commit" else None
+        mine = [o for o in state.objections if o.seat == seat]
+        accepted = committed is not None and state.responses[committed].get(seat) == "accept"
         return {**{k: v for k, v in comps.items() if not k.startswith("credit/")},
-                "credit": comps.get(f"credit/{seat}", 0.0)}
+                "credit": comps.get(f"credit/{seat}", 0.0),
+                "objections_raised": float(len(mine)),
+                "objections_valid": float(sum(o.valid for o in mine)),
+                "objections_resolved": float(len(mine)) if accepted else 0.0,
+                "acts": float(sum(e.get("seat") == seat for e in state.events))}
 
 
 __all__ = ["DEFAULT_ROUNDS", "MEDIATOR_LOOP_SPECS", "MEMBER_SPECS", "CouncilEpisode", "act", "seat_messages", "seat_specs"]
