@@ -87,7 +87,11 @@ class RandomPolicy:
             spec = rng.choice(r.tools)
             props = spec.parameters.get("properties", {})
             required = spec.parameters.get("required", [])
-            chosen = set(required) | {p for p in props if rng.random() < 0.2}
+            optional = {p for p in props if rng.random() < 0.2}
+            # required, then optional, in the schema's order: iterating a set of names would follow
+            # the process's string hashing, and another process (a Ray worker) would fill in the
+            # arguments in another order and with other words
+            chosen = [*dict.fromkeys([*required, *(p for p in props if p in optional)])]
             args = {}
             for p in chosen:
                 kind = props.get(p, {}).get("type", "string")

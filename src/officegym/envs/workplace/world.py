@@ -107,6 +107,12 @@ class World:
 
         return WorkplaceSession(self)
 
+    def __reduce__(self) -> tuple[Any, tuple]:
+        # Pickled as its base rows and rebuilt (a Ray worker gets a world this way): the derived
+        # indexes are keyed by id(row) and would point at nothing in another process.
+        tables = {name: rows for name, rows in self.tables.items() if name != "plots"}
+        return _rebuild_world, (self.path, tables, self.directory, self.analytics, self.now)
+
 
 def _read_csv(path: Path, columns: tuple[str, ...]) -> tuple[tuple, ...]:
     try:
@@ -181,6 +187,19 @@ def _read_now(root: Path) -> str:
     if not isinstance(now, str) or not _NOW_RE.fullmatch(now):
         raise WorldFormatError(f"{meta}: 'now' must be 'YYYY-MM-DD HH:MM:SS', got {now!r}")
     return now
+
+
+def _rebuild_world(path: str, tables: dict[str, tuple[tuple, ...]], directory: tuple, analytics: tuple[tuple, ...],
+                   now: str) -> World:
+    """A pickled World: its rows with every missing cell this module's NAN again (unpickled, they
+    are another NaN object, and code tells a missing CSV cell by identity)."""
+
+    def cells(row: tuple) -> tuple:
+        return tuple(NAN if isinstance(c, float) and c != c else c for c in row)
+
+    tables = {name: tuple(cells(r) for r in rows) for name, rows in tables.items()}
+    directory = cells(directory)
+    return build_world(path, tables, directory, tuple(cells(r) for r in analytics), now=now)
 
 
 def build_world(
