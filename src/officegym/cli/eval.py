@@ -25,6 +25,15 @@ from officegym.cli.common import (
     read_task_file,
     write_json,
 )
+from officegym.cli.ray_options import (
+    RayAddressOpt,
+    RayEngineGpusOpt,
+    RayEnginesOpt,
+    RayOpt,
+    RayWorkerCpusOpt,
+    RayWorkersOpt,
+    ray_options,
+)
 from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
 
@@ -138,8 +147,15 @@ def eval_cmd(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
+    ray_workers: RayWorkersOpt = 2,
+    ray_worker_cpus: RayWorkerCpusOpt = 1.0,
+    ray_engines: RayEnginesOpt = None,
+    ray_engine_gpus: RayEngineGpusOpt = None,
 ) -> None:
-    """Roll out a policy over tasks (resumable), then write metrics and a report."""
+    """Roll out a policy over tasks (resumable), then write metrics and a report. With --ray the
+    episodes run on Ray actors and stream into the same rollouts.jsonl."""
     from officegym.agent.loop import LoopConfig
     from officegym.agent.policies import PolicySpecError, make_policy
     from officegym.core.environment import EnvironmentSetupError
@@ -155,11 +171,13 @@ def eval_cmd(
     except EnvironmentSetupError as exc:
         fail(str(exc))
     reward_fn = _reward(reward, environment.write_tools)
+    options = {"base_url": base_url, "seed": seed, "environment": env_name}
     try:
-        pol = make_policy(policy, base_url=base_url, seed=seed, environment=env_name)
+        pol = make_policy(policy, **options)
     except (PolicySpecError, FileNotFoundError, OSError) as exc:
         fail(str(exc))
-    problem = preflight(pol)
+    on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, ray_engines, ray_engine_gpus, policy, concurrency)
+    problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it
     if problem:
         fail(problem)
     config = LoopConfig(max_steps=max_steps, mode=mode,
@@ -168,19 +186,27 @@ def eval_cmd(
                 "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "base_url": base_url, "limit": limit}
+    if on_ray is not None:
+        run_info["ray"] = {"address": on_ray.address, "workers": on_ray.workers, "engines": on_ray.engines}
     out.mkdir(parents=True, exist_ok=True)
     _check_run_env(out, env_name, policy, fresh)
     write_json(out / "run.json", run_info)
     from officegym.progress import heartbeat, policy_activity, progress
 
-    with progress(console) as bar:
-        job = bar.add_task("rollouts", total=len(task_list) * k, info="")
-        try:
-            with heartbeat(bar, job, lambda: policy_activity(pol)):
-                result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
-                                  concurrency=concurrency, progress=lambda n: bar.advance(job, n))
-        except ValueError as exc:
-            fail(str(exc))
+    fleet = _start_fleet(on_ray, policy, options) if on_ray is not None else None
+    try:
+        with progress(console) as bar:
+            job = bar.add_task("rollouts", total=len(task_list) * k, info="")
+            try:
+                with heartbeat(bar, job, lambda: policy_activity(pol) if fleet is None else None):
+                    result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+                                      concurrency=concurrency, progress=lambda n: bar.advance(job, n), fleet=fleet,
+                                      env_spec=_env_spec(env_name, environment, mode))
+            except ValueError as exc:
+                fail(str(exc))
+    finally:
+        if fleet is not None:
+            fleet.close()
     metrics, html_path, _ = write_results(out, result.rows, task_list, environment.write_tools, run_title(policy, env_name))
     print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}", markup=False)
@@ -189,6 +215,26 @@ def eval_cmd(
         first = next(r for r in result.rows if backend_failed(r))
         fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend (rerun to retry them): "
              f"{(first.get('officegym') or {}).get('error')}")
+
+
+def _start_fleet(on_ray, policy: str, options: dict):
+    """Ray actors playing `policy` (built where it runs from its spec); a setup problem ends the command."""
+    from officegym.agent.ray_rollouts import FleetSetupError, RayUnavailableError, RolloutFleet
+    from officegym.agent.ray_workers import PolicySpec
+
+    where = f"the Ray cluster at {on_ray.address}" if on_ray.address else "a local Ray cluster (127.0.0.1)"
+    console.print(f"ray: {on_ray.workers} rollout workers, {on_ray.engines} policy engines on {where}", markup=False)
+    try:
+        return RolloutFleet.start(PolicySpec(policy, options), on_ray)
+    except (FleetSetupError, RayUnavailableError) as exc:
+        fail(str(exc))
+
+
+def _env_spec(env_name: str, environment, mode: str | None):
+    """How a Ray worker builds the environment: the same name, world folder and mode."""
+    from officegym.agent.ray_workers import EnvSpec
+
+    return EnvSpec(env_name, world=environment.world_path, mode=mode)
 
 
 def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:

@@ -47,9 +47,13 @@ def run_eval(
     concurrency: int = 64,
     max_batch: int = 32,
     progress: Any = None,
+    fleet: Any = None,
+    env_spec: Any = None,
 ) -> EvalResult:
     """Roll out every (task, sample) not already in out_dir/rollouts.jsonl and append each as it
-    finishes. `progress(advance)` is called once per finished rollout."""
+    finishes. `progress(advance)` is called once per finished rollout. With `fleet` (an
+    agent.ray_rollouts.RolloutFleet) the episodes run on its Ray workers, in environments built
+    from `env_spec` (an EnvSpec of `env`), and their rows stream into the same file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ROLLOUTS
     rows = load_rollouts(path)
@@ -82,5 +86,12 @@ def run_eval(
                 if close is not None:
                     await close()
 
-        asyncio.run(main())
+        if fleet is not None:
+            from officegym.agent.ray_workers import RunSetup
+
+            if env_spec is None:
+                raise ValueError("a Ray evaluation needs the environment's spec (env_spec) to build it on the workers")
+            fleet.run(jobs, RunSetup(env_spec, config or LoopConfig(), reward_fn, max_batch=max_batch), on_done)
+        else:
+            asyncio.run(main())
     return EvalResult(rows + new_rows, len(new_rows), skipped)

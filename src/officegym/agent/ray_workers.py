@@ -1,0 +1,292 @@
+"""What runs inside Ray actors: rollout workers and policy engines, as plain classes.
+
+`ray_rollouts.RolloutFleet` turns them into actors (`ray.remote(RolloutWorker)`), so this module
+imports nothing of Ray at import time and the classes can be tested without it.
+
+- `RolloutWorker` holds environments (built where it runs with `registry.make`, sessions
+  in-process) and a policy: one built from a factory in the worker (an OpenAI-compatible client, a
+  scripted policy) or an `EnginePolicy` that forwards turns to an engine actor. It plays one
+  episode per call with the agent loop (`agent.loop.rollout`), so Ray spreads episodes over the
+  workers and a worker runs many at once on its event loop; the turns of its concurrent episodes
+  meet in one Batcher, as in `run_rollouts`.
+- `PolicyEngine` holds one policy that needs a model (an `hf:` model, a vLLM engine) and serves
+  the turns of every worker assigned to it; weights pushed to it replace the model's in place.
+
+An episode call carries only the task and its sample index. What a run shares (environment spec,
+loop settings, reward function, policy wrapper) travels once as a `RunSetup` in Ray's object store;
+a worker fetches it on the run's first episode and keeps it until the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from officegym.agent.batching import Batcher
+from officegym.agent.loop import LoopConfig, rollout, submitter
+from officegym.core import registry
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
+from officegym.core.task import Task
+from officegym.core.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How a worker builds its environment: `registry.make(name, world=world, mode=mode)`. `world`
+    is a folder (every node must see it at that path), a loaded world (shipped with the run: the
+    workplace's World pickles as its base rows) or None (the environment's default world, made on
+    each node from its seed). `factory` is the environment's registered factory, taken here: an
+    environment registered at run time (the trainer's toy_pick) is unknown to a fresh worker until
+    the spec registers it there."""
+
+    name: str
+    world: Any = None
+    mode: str | None = None
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False)
+    factory: Any = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.factory is None and registry.canonical_name(self.name) in registry.names():
+            object.__setattr__(self, "factory", registry.factory(self.name))
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        """Equal for specs that build the same environment (a loaded world: the same spec object)."""
+        where = self.world if self.world is None or isinstance(self.world, str | os.PathLike) else self.token
+        return self.name, str(where), self.mode
+
+    def build(self) -> Any:
+        if self.factory is not None and registry.canonical_name(self.name) not in registry.names():
+            registry.register(registry.canonical_name(self.name), self.factory)
+        world = Path(self.world) if isinstance(self.world, str) else self.world
+        return registry.make(self.name, world=world, mode=self.mode)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy built from its spec string where it runs (`agent.policies.make_policy`)."""
+
+    spec: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Policy:
+        from officegym.agent.policies import make_policy
+
+        return make_policy(self.spec, **self.options)
+
+
+def runs_a_model(spec: str) -> bool:
+    """Whether the policy spec loads a model here (hf:, vllm:, smollm2-135m) rather than calling an
+    endpoint or following a script: such a policy belongs in an engine actor, not in every worker."""
+    return spec == "smollm2-135m" or spec.partition(":")[0] in ("hf", "vllm")
+
+
+@dataclass
+class RunSetup:
+    """What every episode of a run shares. `wrap(policy)` gives the policy the episodes use (the
+    trainer's per-episode token budget); `max_batch` bounds the turns sent to the policy at once."""
+
+    env: EnvSpec
+    config: LoopConfig
+    reward_fn: Any = None
+    wrap: Callable[[Any], Any] | None = None
+    max_batch: int = 32
+
+
+def policy_info(policy: Any) -> dict[str, Any]:
+    """What a caller elsewhere needs to know about a policy it does not hold."""
+    pad = getattr(policy, "pad_id", None)
+    return {
+        "name": getattr(policy, "name", type(policy).__name__),
+        "continuous": bool(getattr(policy, "continuous", False)),
+        "template_name": getattr(policy, "template_name", None),
+        "pad_id": pad if isinstance(pad, int) else None,
+    }
+
+
+async def close_policy(policy: Any) -> None:
+    close = getattr(policy, "aclose", None)
+    if close is not None:
+        await close()
+
+
+class PolicyEngine:
+    """One model-backed policy serving the turns of the workers assigned to it."""
+
+    def __init__(self, factory: Callable[[], Any]):
+        self.policy = factory()
+
+    async def start(self) -> tuple[str | None, dict[str, Any]]:
+        """Load the model now: (what keeps it from running or None, `policy_info`)."""
+        check = getattr(self.policy, "preflight", None)
+        problem = await check() if check is not None else None
+        return problem, policy_info(self.policy)
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
+                       max_new_tokens: list[int | None] | None = None) -> list[Completion]:
+        """The policy's completions; `max_new_tokens` caps each request below params.max_new_tokens."""
+        if max_new_tokens is not None and getattr(self.policy, "continuous", False):
+            return await self.policy.complete(requests, params, max_new_tokens=max_new_tokens)
+        sync = getattr(self.policy, "complete_sync", None)
+        if max_new_tokens is not None and sync is not None:
+            return await asyncio.to_thread(sync, requests, params, max_new_tokens)
+        return await self.policy.complete(requests, params)
+
+    def sync_weights(self, weights: list[tuple[str, Any]], version: Any = None) -> bool:
+        return bool(self.policy.sync_weights(weights, version=version))
+
+    def stats(self) -> dict[str, float]:
+        stats = getattr(self.policy, "stats", None) or {}
+        return {k: float(v) for k, v in stats.items() if isinstance(v, int | float)}
+
+    async def close(self) -> None:
+        await close_policy(self.policy)
+
+
+class EnginePolicy:
+    """A worker's client of a `PolicyEngine` actor, with the engine's name and batching style: a
+    continuous engine gets each turn as it comes, another the batches of the worker's Batcher."""
+
+    def __init__(self, engine: Any, info: dict[str, Any]):
+        self.engine = engine
+        self.name = info["name"]
+        self.continuous = info["continuous"]
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
+                       max_new_tokens: list[int | None] | None = None) -> list[Completion]:
+        return await self.engine.complete.remote(requests, params, max_new_tokens)
+
+    def complete_sync(self, requests: list[PolicyRequest], params: SamplingParams,
+                      max_new_tokens: list[int | None] | None = None) -> list[Completion]:
+        import ray
+
+        return ray.get(self.engine.complete.remote(requests, params, max_new_tokens))
+
+
+class _TimedEnvironment:
+    """The run's environment with verify time counted apart (the trainer reports scoring time)."""
+
+    def __init__(self, env: Any, worker: RolloutWorker):
+        self.env = env
+        self.worker = worker
+
+    def tools(self, task: Task | None = None) -> Any:
+        return self.env.tools(task)
+
+    def session(self, task: Task | None = None) -> Any:
+        return self.env.session(task)
+
+    def verify(self, task: Task, calls: Any, mode: str | None = None) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.env.verify(task, calls, mode)
+        finally:
+            self.worker.counters["verify_seconds"] += time.perf_counter() - t0
+
+
+class _TimedReward:
+    def __init__(self, fn: Any, worker: RolloutWorker):
+        self.fn = fn
+        self.worker = worker
+
+    def __call__(self, task: Task, traj: Trajectory, verdict: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.fn(task, traj, verdict)
+        finally:
+            self.worker.counters["reward_seconds"] += time.perf_counter() - t0
+
+
+@dataclass
+class _Run:
+    setup: RunSetup
+    env: Any
+    reward_fn: Any
+    submit: Callable[[PolicyRequest], Any]
+    name: str
+    batcher: Batcher | None
+
+
+class RolloutWorker:
+    """Episodes in sessions of environments held here, with this worker's policy. `policy` is a
+    factory called here, or `engine` (+ its `info`) the name of an engine actor to forward turns to."""
+
+    MAX_ENVIRONMENTS = 4
+
+    def __init__(self, policy: Callable[[], Any] | None = None, engine: Any = None,
+                 engine_info: dict[str, Any] | None = None):
+        if (policy is None) == (engine is None):
+            raise ValueError("a rollout worker needs either a policy factory or an engine")
+        if engine is not None:
+            import ray
+
+            self.policy: Any = EnginePolicy(ray.get_actor(engine) if isinstance(engine, str) else engine, engine_info or {})
+        else:
+            self.policy = policy()
+        self.envs: OrderedDict[tuple[str, str, str | None], Any] = OrderedDict()
+        self.runs: dict[str, asyncio.Future[_Run]] = {}
+        self.counters = {"episodes": 0.0, "verify_seconds": 0.0, "reward_seconds": 0.0, "env_seconds": 0.0}
+
+    async def preflight(self) -> str | None:
+        """What keeps this worker's policy from running (its endpoint unreachable, ...), or None."""
+        check = getattr(self.policy, "preflight", None)
+        return await check() if check is not None else None
+
+    def environment(self, spec: EnvSpec) -> Any:
+        env = self.envs.pop(spec.key, None)
+        if env is None:
+            env = spec.build()
+            while len(self.envs) >= self.MAX_ENVIRONMENTS:
+                self.envs.popitem(last=False)
+        self.envs[spec.key] = env
+        return env
+
+    async def rollout(self, run_id: str, setup: list[Any], index: int, task: Task, sample_index: int) -> tuple[int, Trajectory]:
+        """Episode `sample_index` of `task` in run `run_id`; `setup` is [the run's RunSetup or its
+        ObjectRef] (in a list, so that Ray hands over the reference and the worker fetches it once)."""
+        run = await self._run(run_id, setup[0])
+        traj = await rollout(run.env, task, run.submit, run.setup.config, run.reward_fn, sample_index, run.name)
+        self.counters["episodes"] += 1
+        self.counters["env_seconds"] += traj.env_seconds
+        return index, traj
+
+    async def _run(self, run_id: str, setup: Any) -> _Run:
+        pending = self.runs.get(run_id)
+        if pending is None:  # the first episode of the run here: later ones wait for the same start
+            pending = self.runs[run_id] = asyncio.ensure_future(self._start_run(setup))
+        return await pending
+
+    async def _start_run(self, setup: Any) -> _Run:
+        if not isinstance(setup, RunSetup):
+            setup = await setup  # the ObjectRef
+        env = _TimedEnvironment(self.environment(setup.env), self)
+        reward_fn = _TimedReward(setup.reward_fn, self) if setup.reward_fn is not None else None
+        policy = setup.wrap(self.policy) if setup.wrap is not None else self.policy
+        name = getattr(policy, "name", type(policy).__name__)
+        submit, batcher = submitter(policy, setup.config.params, setup.max_batch)  # as run_rollouts does
+        return _Run(setup, env, reward_fn, submit, name, batcher)
+
+    async def end_run(self, run_id: str) -> None:
+        pending = self.runs.pop(run_id, None)
+        if pending is None:
+            return
+        if not pending.done():
+            pending.cancel()
+        elif not pending.cancelled() and pending.exception() is None and pending.result().batcher is not None:
+            await pending.result().batcher.close()
+
+    def stats(self) -> dict[str, float]:
+        return dict(self.counters)
+
+    async def close(self) -> None:
+        for run_id in list(self.runs):
+            await self.end_run(run_id)
+        if not isinstance(self.policy, EnginePolicy):
+            await close_policy(self.policy)
