@@ -53,7 +53,7 @@ class EnvSpec:
     factory: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.factory is None and registry.canonical_name(self.name) in registry.names():
+        if self.factory is None:  # an unknown name fails here, not on every worker
             object.__setattr__(self, "factory", registry.factory(self.name))
 
     @property

@@ -221,7 +221,24 @@ class DataConfig(Section):
     shuffle: bool = True
 
 
+class RayRolloutConfig(Section):
+    """Where the rollout phase runs with `rollout.backend: ray` (agent/ray_rollouts.py)."""
+
+    address: str | None = Field(None, description="null: a local cluster on this machine, bound to 127.0.0.1; auto: "
+                                "the cluster this machine belongs to; HOST:PORT or ray://HOST:PORT")
+    workers: int = Field(2, ge=1, description="rollout worker actors (environment sessions and the agent loop)")
+    worker_cpus: float = Field(1.0, gt=0)
+    engines: int = Field(1, ge=1, description="engine actors serving the trained policy (backend hf or vllm); "
+                         "the trainer pushes its weights to them after every update")
+    engine_cpus: float = Field(1.0, gt=0, description="CPUs per engine (also its torch threads with backend hf)")
+    engine_gpus: float | None = Field(None, ge=0, description="GPUs per engine; null: 1 when the cluster has GPUs")
+    max_restarts: int = Field(2, ge=0, description="restarts of a rollout worker that dies (its episodes are retried)")
+
+
 class RolloutConfig(Section):
+    backend: Literal["local", "ray"] = Field("local", description="local: episodes in this process; ray: on Ray "
+                                             "actors (rollout.ray), the policy served by engine actors")
+    ray: RayRolloutConfig = Field(default_factory=RayRolloutConfig)
     max_steps: int = Field(6, ge=1, description="model turns per episode")
     max_new_tokens_per_turn: int = Field(256, ge=1)
     max_new_tokens_per_episode: int | None = Field(1024, ge=1, description="sampled tokens per episode; null: no cap")
@@ -401,4 +418,11 @@ class SFTRunConfig(RunConfig):
     def _hf_only(cls, v: str) -> str:
         if v != "hf":
             raise ValueError("SFT trains with the hf backend (vLLM only generates)")
+        return v
+
+    @field_validator("rollout")
+    @classmethod
+    def _local_rollouts(cls, v: RolloutConfig) -> RolloutConfig:
+        if v.backend != "local":
+            raise ValueError("SFT has no rollout phase (its accuracy validation runs in this process): backend must be local")
         return v

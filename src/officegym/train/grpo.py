@@ -41,7 +41,7 @@ from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
 from officegym.train.distributed import Dist, run_ranks
-from officegym.train.modeling import generation_policy, load_train_model, push_weights
+from officegym.train.modeling import generation_policy, load_train_model, push_weights, release_generation
 from officegym.train.rollouts import (
     RolloutWriter,
     collect,
@@ -100,6 +100,9 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
     def check(dist: Dist) -> None:
         if dist.active and cfg.grpo.dynamic_sampling != "off":
             raise TrainingSetupError("grpo.dynamic_sampling must be 'off' under torchrun (ranks would refill differently)")
+        if dist.active and cfg.rollout.backend == "ray":
+            raise TrainingSetupError("rollout.backend must be 'local' under torchrun: every rank rolls out its own "
+                                     "share; rollout.backend ray spreads one process's rollouts over Ray actors")
 
     return run_ranks(cfg, console, "grpo", lambda con, dist: _train(cfg, con, step_hook, run_dir, dist), check)
 
@@ -111,7 +114,6 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         val_tasks = prepare_tasks(val_tasks, cfg.data)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     tm.model.eval()  # no dropout: the sampler and the learner must be the same function
-    policy = generation_policy(tm, cfg)
     reward_fn = make_reward_fn(cfg.grpo.reward, env, cfg.grpo.invalid_call_penalty)
     params = tm.trainable_parameters()
     optimizer = make_optimizer(params, cfg.optim)
@@ -144,15 +146,17 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     result = TrainResult(run_dir, start_step, start_step, False)
     governor = ThreadGovernor(cfg.model.threads)
     last_val: dict[str, float] = {}
-    if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy and dist.main:
-        # Step 0 of the validation curve: the model GRPO starts from.
-        push_weights(policy, tm, 0)
-        last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
-        logger.log(0, last_val)
-        result.history.append({"step": 0, **last_val})
-        if console is not None and "val/accuracy" in last_val:
-            console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
+    policy = None
     try:
+        policy = generation_policy(tm, cfg)
+        if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy and dist.main:
+            # Step 0 of the validation curve: the model GRPO starts from.
+            push_weights(policy, tm, 0)
+            last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
+            logger.log(0, last_val)
+            result.history.append({"step": 0, **last_val})
+            if console is not None and "val/accuracy" in last_val:
+                console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
         with GracefulStop(console) as stop, progress_bar(console) as bar:
             job = bar.add_task("grpo", total=cfg.grpo.max_steps, completed=start_step, info="")
             for step in range(start_step + 1, cfg.grpo.max_steps + 1):
@@ -163,6 +167,9 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                 metrics.update(thread_metrics(threads, busy))
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
                 if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy) and dist.main:
+                    # an engine that holds its own weights (vLLM, Ray) gets this step's update first:
+                    # the version is the next step's, whose own push then has nothing to send
+                    push_weights(policy, tm, step + 1)
                     val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
                     metrics.update(val)
                     last_val = val
@@ -182,6 +189,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     break
     finally:
         logger.close()
+        release_generation(policy)
     if not result.stopped and result.last_step == cfg.grpo.max_steps and dist.main:
         tm.export(run_dir / "model")
         best = manager.best()

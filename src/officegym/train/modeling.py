@@ -275,9 +275,14 @@ def _store_frozen_linears(model: Any, dtype: Any) -> None:
 
 
 def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
-    """The policy that samples rollouts: the trained module itself (hf) or a vLLM engine (vllm)."""
+    """The policy that samples rollouts: the trained module itself (hf) or a vLLM engine (vllm); with
+    rollout.backend ray, engine actors of either kind (train/ray_generation.py)."""
     from officegym.agent.hf import HFPolicy
 
+    if cfg.rollout.backend == "ray":
+        from officegym.train.ray_generation import ray_generation
+
+        return ray_generation(tm, cfg)
     if cfg.backend == "vllm":
         from officegym.agent.vllm_backend import VLLMPolicy
 
@@ -290,6 +295,12 @@ def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
     return HFPolicy.from_module(tm.base, tm.tokenizer, name=f"hf:{cfg.model.name}", threads=cfg.model.threads,
                                 batch_size=cfg.rollout.batch_size, chat_template=cfg.model.chat_template,
                                 autocast_dtype=amp)
+
+
+def release_generation(policy: Any) -> None:
+    """Stop what `generation_policy` started outside this process (Ray actors); nothing otherwise."""
+    if hasattr(policy, "fleet"):
+        policy.close()
 
 
 def push_weights(policy: Any, tm: TrainModel, version: Any) -> bool:

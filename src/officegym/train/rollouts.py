@@ -95,6 +95,9 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
     timed_reward = TimedReward(reward_fn) if reward_fn is not None else None
     # a validation episode with its own turn limit is not cut by the training episode's token cap
     cap = None if validation and cfg.validation.max_steps else cfg.rollout.max_new_tokens_per_episode
+    fleet = getattr(policy, "fleet", None)
+    if fleet is not None:
+        return _collect_on_ray(policy, jobs, cfg, temperature, reward_fn, on_done, validation, cap)
     budget = EpisodeBudget(policy, cap)
     stats = getattr(policy, "stats", {})
     gen_before = float(stats.get("seconds", 0.0))
@@ -107,6 +110,36 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
     env_seconds = max(0.0, sum(t.env_seconds for t in trajs) - timed_env.verify_seconds)
     if not stats:  # a policy without timing stats: what the environment did not take
         generation = max(0.0, wall - env_seconds - scoring)
+    sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
+    return RolloutBatch(trajs, wall, generation, env_seconds, scoring, sampled)
+
+
+def _collect_on_ray(policy: Any, jobs: Sequence[tuple[Task, int]], cfg: RunConfig, temperature: float, reward_fn: Any,
+                    on_done: Any, validation: bool, cap: int | None) -> RolloutBatch:
+    """`collect` on the Ray actors of a RayGeneration policy (train/ray_generation.py): the same
+    loop settings, reward and per-episode token budget, applied on the workers. Generation time is
+    the engines' (summed over engines), environment and scoring time the workers' (summed, as the
+    in-process figures sum concurrent episodes)."""
+    from functools import partial
+
+    from officegym.agent.ray_workers import RunSetup
+
+    fleet = policy.fleet
+    setup = RunSetup(policy.env_spec, loop_config(cfg, temperature, validation=validation), reward_fn,
+                     wrap=partial(EpisodeBudget, budget=cap), max_batch=max(1, len(jobs)))
+    engines_before, workers_before = fleet.engine_stats(), fleet.worker_stats()
+    t0 = time.perf_counter()
+    trajs = fleet.run(jobs, setup, on_done)
+    wall = time.perf_counter() - t0
+    engines, workers = fleet.engine_stats(), fleet.worker_stats()
+
+    def spent(now: dict[str, float], before: dict[str, float], key: str) -> float:
+        return max(0.0, now.get(key, 0.0) - before.get(key, 0.0))
+
+    verify = spent(workers, workers_before, "verify_seconds")
+    scoring = verify + spent(workers, workers_before, "reward_seconds")
+    env_seconds = max(0.0, spent(workers, workers_before, "env_seconds") - verify)
+    generation = spent(engines, engines_before, "seconds") if "seconds" in engines else max(0.0, wall - env_seconds - scoring)
     sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
     return RolloutBatch(trajs, wall, generation, env_seconds, scoring, sampled)
 

@@ -113,6 +113,7 @@ class ResumeError(InputError):
 RESUMABLE = ("grpo.max_steps", "sft.max_steps", "sft.epochs", "logging", "validation", "checkpoint.every",
              "checkpoint.keep_top_k", "checkpoint.resume", "model.device", "model.threads", "model.precision",
              "model.gradient_checkpointing", "backend", "vllm", "rollout.concurrency", "rollout.batch_size",
+             "rollout.backend", "rollout.ray",
              "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.share_prefix", "grpo.skip_zero_advantage",
              "grpo.merge_duplicates", "sft.micro_batch_size", "sft.micro_batch_tokens", "sft.share_prefix")
 _PATH_KEYS = ("model.name", "data.tasks", "data.val_tasks", "data.world")
