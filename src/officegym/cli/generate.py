@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from officegym.cli.common import console, default_world, fail, parse_difficulty
+from officegym.cli.ray_options import RayAddressOpt, RayOpt, RayWorkerCpusOpt, RayWorkersOpt, ray_options
 from officegym.core import registry
 from officegym.core.inputs import input_dir, output_dir
 
@@ -54,12 +55,19 @@ def generate_tasks_command(
     teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
     difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into --out even if it is not empty (files of the same name are replaced).")] = False,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
+    ray_workers: RayWorkersOpt = 2,
+    ray_worker_cpus: RayWorkerCpusOpt = 1.0,
 ) -> None:
-    """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card."""
+    """Generate verified tasks (ground truth computed and replayed) and write them as NeMo Gym JSONL with a card.
+    With --teacher and --ray, the teacher's episodes run on Ray actors."""
     from officegym.progress import progress
 
     levels = parse_difficulty(difficulty) if difficulty is not None else None
     output_dir(out, "--out", overwrite=overwrite)
+    if (ray or ray_address) and not teacher:
+        fail("--ray runs the teacher's episodes on Ray: it needs --teacher")
     try:
         own_generator, sdg_worlds = registry.has_task_generator(env), registry.takes_world(env)
     except registry.UnknownEnvironmentError as exc:
@@ -88,8 +96,11 @@ def generate_tasks_command(
     if teacher:
         from officegym.sdg.teacher import TeacherError, apply_teacher
 
+        on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, 0, 0.0, f"openai:{teacher_model}", 64,
+                             env_vars=())  # the teacher passes its own key variable
         try:
-            stats = apply_teacher(ds, teacher, model=teacher_model, api_key=teacher_key, out=out, console=console)
+            stats = apply_teacher(ds, teacher, model=teacher_model, api_key=teacher_key, out=out, console=console,
+                                  ray=on_ray)
         except TeacherError as exc:
             fail(str(exc))
         console.print(f"teacher: {stats}", markup=False)

@@ -37,19 +37,26 @@ def keeps_facts(text: str, required: list[str]) -> bool:
     return bool(text.strip()) and all(f.lower() in low for f in required)
 
 
+KEY_VARIABLE = "OFFICEGYM_TEACHER_KEY"
+
+
 def apply_teacher(ds, base_url: str, model: str = "teacher", api_key: str | None = None, out: Path | None = None,
                   console=None, paraphrase: bool = True, trajectories: bool = True, limit: int | None = None,
-                  max_steps: int = 8) -> dict[str, int]:
+                  max_steps: int = 8, ray: Any = None) -> dict[str, int]:
     """Paraphrase the dataset's queries in place and (with `out`) write kept trajectories to
-    `out/teacher_trajectories.jsonl`. Returns counts of what was kept and rejected."""
+    `out/teacher_trajectories.jsonl`. Returns counts of what was kept and rejected. With `ray`
+    (agent.ray_rollouts.RayOptions) the trajectories' episodes run on Ray actors, each with its own
+    client of the teacher and the worlds' environments."""
     from officegym.agent.openai_compat import OpenAIPolicy
 
     if api_key:
-        os.environ["OFFICEGYM_TEACHER_KEY"] = api_key
-    policy = OpenAIPolicy(model, base_url=base_url, api_key_env="OFFICEGYM_TEACHER_KEY", max_retries=2)
+        os.environ[KEY_VARIABLE] = api_key
+    options = {"base_url": base_url, "api_key_env": KEY_VARIABLE, "max_retries": 2}
+    policy = OpenAIPolicy(model, **options)
     stats: Counter = Counter()
     rows = [r for split in ds.rows.values() for r in split][: limit or None]
     cand_of = {task_id(a.candidate): a.candidate for a in ds.report.accepted}
+    on_ray = ray is not None and trajectories and out is not None
 
     async def main() -> list[dict] | None:
         try:  # one event loop for every request: the HTTP client belongs to it
@@ -58,13 +65,15 @@ def apply_teacher(ds, base_url: str, model: str = "teacher", api_key: str | None
                 raise TeacherError(f"teacher: {problem}")
             if paraphrase:
                 await _paraphrase(policy, rows, cand_of, stats)
-            if trajectories and out is not None:
+            if trajectories and out is not None and not on_ray:
                 return await _trajectories(policy, ds, rows, stats, max_steps)
             return None
         finally:
             await policy.aclose()
 
     kept = asyncio.run(main())
+    if on_ray:
+        kept = _trajectories_on_ray(f"openai:{model}", options, ray, ds, rows, stats, max_steps)
     if kept is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
         write_jsonl(Path(out) / "teacher_trajectories.jsonl", kept)
@@ -89,31 +98,79 @@ async def _paraphrase(policy, rows: list[dict], cand_of: dict, stats: Counter) -
         stats["paraphrase_kept"] += 1
 
 
-async def _trajectories(policy, ds, rows: list[dict], stats: Counter, max_steps: int) -> list[dict]:
-    from officegym.agent.loop import LoopConfig, run_rollouts
-    from officegym.envs.workplace.env import WorkplaceEnvironment
-
-    envs = {s.world_id: WorkplaceEnvironment(s.world) for s in ds.sources}
-    kept: list[dict] = []
-    for world_id, env in envs.items():
+def _teacher_tasks(ds, rows: list[dict]) -> list[tuple[Any, list[Task]]]:
+    """(source, its tasks with the reasoning hint) per world that has rows."""
+    out = []
+    for source in ds.sources:
         tasks = []
         for row in rows:
-            if row.get("world_id") != world_id:
+            if row.get("world_id") != source.world_id:
                 continue
             task = Task.from_row(row)
             task.input[0] = {**task.input[0], "content": task.input[0]["content"] + REASONING_HINT}
             tasks.append(task)
-        if not tasks:
+        if tasks:
+            out.append((source, tasks))
+    return out
+
+
+def _teacher_config(max_steps: int) -> Any:
+    from officegym.agent.loop import LoopConfig
+
+    return LoopConfig(max_steps=max_steps, params=SamplingParams(temperature=0.3, max_new_tokens=1024))
+
+
+def _keep(source, tasks: list[Task], trajs: list, stats: Counter, teacher: str) -> list[dict]:
+    """The trajectories that called no tool in error and reach exactly the computed state."""
+    from officegym.envs.workplace.env import WorkplaceEnvironment
+
+    env = WorkplaceEnvironment(source.world)
+    kept = []
+    for task, traj in zip(tasks, trajs):
+        errors = [e for t in traj.turns for e in t.executions if e.status != "ok"]
+        verdict = env.verify(task, traj.calls, mode="outcome")
+        if traj.error or errors or verdict.reward != 1.0:
+            stats["trajectory_rejected"] += 1
             continue
-        config = LoopConfig(max_steps=max_steps, params=SamplingParams(temperature=0.3, max_new_tokens=1024))
-        trajs = await run_rollouts(env, [(t, 0) for t in tasks], policy, config)
-        for task, traj in zip(tasks, trajs):
-            errors = [e for t in traj.turns for e in t.executions if e.status != "ok"]
-            verdict = env.verify(task, traj.calls, mode="outcome")
-            if traj.error or errors or verdict.reward != 1.0:
-                stats["trajectory_rejected"] += 1
-                continue
-            stats["trajectory_kept"] += 1
-            kept.append({"task_id": task.id, "world_id": world_id, "messages": traj.messages,
-                         "calls": [c.to_nemo() for c in traj.calls], "teacher": policy.model})
+        stats["trajectory_kept"] += 1
+        kept.append({"task_id": task.id, "world_id": source.world_id, "messages": traj.messages,
+                     "calls": [c.to_nemo() for c in traj.calls], "teacher": teacher})
+    return kept
+
+
+async def _trajectories(policy, ds, rows: list[dict], stats: Counter, max_steps: int) -> list[dict]:
+    from officegym.agent.loop import run_rollouts
+    from officegym.envs.workplace.env import WorkplaceEnvironment
+
+    kept: list[dict] = []
+    for source, tasks in _teacher_tasks(ds, rows):
+        env = WorkplaceEnvironment(source.world)
+        trajs = await run_rollouts(env, [(t, 0) for t in tasks], policy, _teacher_config(max_steps))
+        kept += _keep(source, tasks, trajs, stats, policy.model)
+    return kept
+
+
+def _trajectories_on_ray(spec: str, options: dict[str, Any], ray: Any, ds, rows: list[dict], stats: Counter,
+                         max_steps: int) -> list[dict]:
+    """`_trajectories` with the episodes on Ray actors: each worker holds a client of the teacher and
+    builds each world's environment from the world itself (shipped once per world with the run)."""
+    from dataclasses import replace
+
+    from officegym.agent.ray_rollouts import FleetSetupError, RayUnavailableError, RolloutFleet
+    from officegym.agent.ray_workers import EnvSpec, PolicySpec, RunSetup
+
+    if os.environ.get(KEY_VARIABLE):
+        ray = replace(ray, env_vars={**ray.env_vars, KEY_VARIABLE: os.environ[KEY_VARIABLE]})
+    try:
+        fleet = RolloutFleet.start(PolicySpec(spec, options), ray)
+    except (FleetSetupError, RayUnavailableError) as exc:
+        raise TeacherError(f"teacher on Ray: {exc}") from None
+    kept: list[dict] = []
+    try:
+        for source, tasks in _teacher_tasks(ds, rows):
+            setup = RunSetup(EnvSpec("workplace", world=source.world), _teacher_config(max_steps))
+            trajs = fleet.run([(t, 0) for t in tasks], setup)
+            kept += _keep(source, tasks, trajs, stats, spec.partition(":")[2])
+    finally:
+        fleet.close()
     return kept
