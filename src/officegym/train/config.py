@@ -377,13 +377,28 @@ class RunConfig(Section):
     vllm: VLLMConfig = Field(default_factory=VLLMConfig)
 
 
+class CouncilTrainConfig(Section):
+    """Multi-agent GRPO on a multi-agent environment (data.env roles/council): which seats the
+    trained policy plays, and who plays the others (train/council_rollouts.py)."""
+
+    train_seats: list[str] = Field(default_factory=lambda: ["reconcile"], min_length=1,
+                                   description="seats played by the policy being trained; several: self-play on the "
+                                   "same weights (cto, cost, risk, reconcile)")
+    seats: dict[str, str] = Field(default_factory=dict, description="the other seats' fixed policies: scripted "
+                                  "(default), oracle, greedy, silent (members), or a model spec (openai:MODEL, hf:PATH)")
+    max_rounds: int = Field(4, ge=1, description="council rounds (members, then the mediator)")
+
+
 class GRPORunConfig(RunConfig):
     grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    council: CouncilTrainConfig | None = Field(None, description="multi-agent training in the council; null: one agent")
 
     @model_validator(mode="after")
     def _check(self) -> GRPORunConfig:
         if self.grpo.invalid_call_advantage is not None and self.grpo.invalid_call_penalty:
             raise ValueError("set grpo.invalid_call_penalty or grpo.invalid_call_advantage, not both")
+        if self.council is not None and self.rollout.backend != "local":
+            raise ValueError("council training plays its councils in this process: rollout.backend must be local")
         return self
 
 

@@ -72,6 +72,10 @@ def play_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Policy, tr
             return list(await asyncio.gather(*(play_council(task, seating, config, env) for task, _ in jobs)))
         finally:
             await seating.close()
+            for other in {id(p): p for p in fixed.values()}.values():
+                close = getattr(other, "aclose", None)
+                if close is not None:  # an API client belongs to this event loop
+                    await close()
 
     outcomes = asyncio.run(main())
     trajs = []

@@ -109,6 +109,9 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
 
 def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:
     env = make_environment(cfg.data)
+    if cfg.council is not None and not env.seats:
+        raise TrainingSetupError(f"council training needs a multi-agent environment (roles/council); {env.name} "
+                                 "has no seats: remove the council section or set data.env")
     train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
     if cfg.data.val_tasks:
         val_tasks = prepare_tasks(val_tasks, cfg.data)
@@ -259,8 +262,11 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
                 gid = f"{task.id}@{step}#{n}"
             seen.add(gid)
             gids.append(gid)
-        local = {i: batch.trajectories[j * g.num_generations_per_prompt : (j + 1) * g.num_generations_per_prompt]
-                 for j, i in enumerate(mine)}
+        # a task's rollouts in a row: G of them, or G councils x the seats trained in each (self-play)
+        per = len(batch.trajectories) // max(1, len(mine))
+        local = {i: batch.trajectories[j * per : (j + 1) * per] for j, i in enumerate(mine)}
+        for key, value in batch.metrics.items():
+            metrics[key] = value
         # every rank sees every group's rollouts (metrics, the curriculum, rank 0's rollouts file)
         every = {i: trajs for part in dist.gather(local) for i, trajs in part.items()} if dist.active else local
         for i, task in enumerate(tasks):

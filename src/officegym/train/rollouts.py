@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,7 @@ class RolloutBatch:
     env_seconds: float
     scoring_seconds: float
     sampled_tokens: int
+    metrics: dict[str, float] = field(default_factory=dict)  # the environment's own figures (councils)
 
 
 def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
@@ -98,6 +99,9 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
     fleet = getattr(policy, "fleet", None)
     if fleet is not None:
         return _collect_on_ray(policy, jobs, cfg, temperature, reward_fn, on_done, validation, cap)
+    council = getattr(cfg, "council", None)
+    if council is not None:
+        return _collect_councils(env, jobs, EpisodeBudget(policy, cap), cfg, temperature, reward_fn, validation)
     budget = EpisodeBudget(policy, cap)
     stats = getattr(policy, "stats", {})
     gen_before = float(stats.get("seconds", 0.0))
@@ -112,6 +116,24 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
         generation = max(0.0, wall - env_seconds - scoring)
     sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
     return RolloutBatch(trajs, wall, generation, env_seconds, scoring, sampled)
+
+
+def _collect_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: Any, temperature: float,
+                      reward_fn: Any, validation: bool) -> RolloutBatch:
+    """`collect` for multi-agent training (cfg.council): one council per job, the trained seats'
+    trajectories in job order (train/council_rollouts.py), the councils' figures as metrics."""
+    from officegym.agent.policies import make_policy
+    from officegym.train.council_rollouts import council_metrics, fixed_seats, timed_councils
+
+    c = cfg.council
+    fixed = fixed_seats(c.train_seats, c.seats, c.max_rounds, make_model=make_policy)
+    params = loop_config(cfg, temperature, validation=validation).params
+    trajs, outcomes, wall, generation = timed_councils(env, jobs, policy, c.train_seats, fixed, params,
+                                                       c.max_rounds, reward_fn)
+    sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
+    env_seconds = max(0.0, wall - generation)
+    return RolloutBatch(trajs, wall, generation, env_seconds, 0.0, sampled,
+                        council_metrics(outcomes, c.train_seats, "val" if validation else "train"))
 
 
 def _collect_on_ray(policy: Any, jobs: Sequence[tuple[Task, int]], cfg: RunConfig, temperature: float, reward_fn: Any,
@@ -182,7 +204,7 @@ def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, rewar
         return {}, []
     jobs = [(t, s) for t in tasks for s in range(cfg.validation.samples)]
     batch = collect(env, jobs, policy, cfg, cfg.validation.temperature, reward_fn, validation=True)
-    metrics = rollout_metrics(batch.trajectories, "val")
+    metrics = {**rollout_metrics(batch.trajectories, "val"), **batch.metrics}
     metrics["time/validation_s"] = batch.wall_seconds
     return metrics, batch.trajectories
 
