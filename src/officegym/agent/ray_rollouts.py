@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from officegym.agent.ray_cluster import Cluster, RayUnavailableError, connect, require_ray
-from officegym.agent.ray_workers import EnvSpec, PolicyEngine, PolicySpec, RolloutWorker, RunSetup
+from officegym.agent.ray_workers import EnvSpec, PolicyEngine, PolicySpec, RolloutWorker, RunPack, RunSetup
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
 
@@ -139,7 +139,8 @@ class RolloutFleet:
         if cluster.address is not None:
             return  # a cluster may autoscale; actors wait for nodes
         free = cluster.free_resources
-        deadline = time.monotonic() + 10  # actors stopped a moment ago give their CPUs back asynchronously
+        # actors stopped a moment ago give their CPUs back asynchronously: wait for what could come back
+        deadline = time.monotonic() + (10 if cluster.resources.get("CPU", 0.0) + 1e-9 >= options.cpus_needed else 0)
         while free.get("CPU", 0.0) + 1e-9 < options.cpus_needed and time.monotonic() < deadline:
             time.sleep(0.2)
             free = cluster.free_resources
@@ -163,13 +164,18 @@ class RolloutFleet:
         job_list: Sequence[tuple[Task, int]] = list(jobs)
         results: list[Trajectory | None] = [None] * len(job_list)
         run_id = uuid.uuid4().hex
-        setup_ref = ray.put(setup)
+        position: dict[int, int] = {}  # id(task) -> its place in the run's task list
+        tasks: list[Task] = []
+        for task, _ in job_list:
+            if position.setdefault(id(task), len(tasks)) == len(tasks):
+                tasks.append(task)
+        pack = ray.put(RunPack(setup, tasks))
         waiting = deque(enumerate(job_list))
         in_flight: dict[Any, int] = {}  # ObjectRef -> the worker playing it
 
         def give(w: int) -> None:
             index, (task, k) = waiting.popleft()
-            in_flight[self.workers[w].rollout.remote(run_id, [setup_ref], index, task, k)] = w
+            in_flight[self.workers[w].rollout.remote(run_id, [pack], index, position[id(task)], k)] = w
 
         try:
             for _ in range(self.slots):
@@ -177,7 +183,9 @@ class RolloutFleet:
                     if waiting:
                         give(w)
             while in_flight:
-                done, _ = ray.wait(list(in_flight), num_returns=1)
+                done, pending = ray.wait(list(in_flight), num_returns=1)
+                if pending:  # take every episode that has finished meanwhile, not one per wait
+                    done += ray.wait(pending, num_returns=len(pending), timeout=0)[0]
                 for ref in done:
                     w = in_flight.pop(ref)
                     index, traj = ray.get(ref)

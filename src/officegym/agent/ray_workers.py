@@ -12,9 +12,10 @@ imports nothing of Ray at import time and the classes can be tested without it.
 - `PolicyEngine` holds one policy that needs a model (an `hf:` model, a vLLM engine) and serves
   the turns of every worker assigned to it; weights pushed to it replace the model's in place.
 
-An episode call carries only the task and its sample index. What a run shares (environment spec,
-loop settings, reward function, policy wrapper) travels once as a `RunSetup` in Ray's object store;
-a worker fetches it on the run's first episode and keeps it until the run ends.
+An episode call carries only the positions of its task and its result. What a run shares (the
+environment spec, loop settings, reward function and policy wrapper of its `RunSetup`, and its
+tasks) travels once as a `RunPack` in Ray's object store; a worker fetches it on the run's first
+episode and keeps it until the run ends.
 """
 
 from __future__ import annotations
@@ -98,6 +99,16 @@ class RunSetup:
     reward_fn: Any = None
     wrap: Callable[[Any], Any] | None = None
     max_batch: int = 32
+
+
+@dataclass
+class RunPack:
+    """What a worker fetches once per run: the setup and the run's distinct tasks (episodes name
+    them by position). Pickled together, the tasks of one file share their tool schemas, so a
+    task costs the object store a fraction of what it costs sent with every episode."""
+
+    setup: RunSetup
+    tasks: list[Task]
 
 
 def policy_info(policy: Any) -> dict[str, Any]:
@@ -207,6 +218,7 @@ class _TimedReward:
 @dataclass
 class _Run:
     setup: RunSetup
+    tasks: list[Task]
     env: Any
     reward_fn: Any
     submit: Callable[[PolicyRequest], Any]
@@ -248,10 +260,12 @@ class RolloutWorker:
         self.envs[spec.key] = env
         return env
 
-    async def rollout(self, run_id: str, setup: list[Any], index: int, task: Task, sample_index: int) -> tuple[int, Trajectory]:
-        """Episode `sample_index` of `task` in run `run_id`; `setup` is [the run's RunSetup or its
-        ObjectRef] (in a list, so that Ray hands over the reference and the worker fetches it once)."""
-        run = await self._run(run_id, setup[0])
+    async def rollout(self, run_id: str, pack: list[Any], index: int, task_index: int, sample_index: int) -> tuple[int, Trajectory]:
+        """Episode `sample_index` of the run's task `task_index`; `pack` is [the run's RunPack or its
+        ObjectRef] (in a list, so that Ray hands over the reference and the worker fetches it once).
+        Returns (`index`, the trajectory)."""
+        run = await self._run(run_id, pack[0])
+        task = run.tasks[task_index]
         traj = await rollout(run.env, task, run.submit, run.setup.config, run.reward_fn, sample_index, run.name)
         self.counters["episodes"] += 1
         self.counters["env_seconds"] += traj.env_seconds
@@ -263,15 +277,16 @@ class RolloutWorker:
             pending = self.runs[run_id] = asyncio.ensure_future(self._start_run(setup))
         return await pending
 
-    async def _start_run(self, setup: Any) -> _Run:
-        if not isinstance(setup, RunSetup):
-            setup = await setup  # the ObjectRef
+    async def _start_run(self, pack: Any) -> _Run:
+        if not isinstance(pack, RunPack):
+            pack = await pack  # the ObjectRef
+        setup = pack.setup
         env = _TimedEnvironment(self.environment(setup.env), self)
         reward_fn = _TimedReward(setup.reward_fn, self) if setup.reward_fn is not None else None
         policy = setup.wrap(self.policy) if setup.wrap is not None else self.policy
         name = getattr(policy, "name", type(policy).__name__)
         submit, batcher = submitter(policy, setup.config.params, setup.max_batch)  # as run_rollouts does
-        return _Run(setup, env, reward_fn, submit, name, batcher)
+        return _Run(setup, pack.tasks, env, reward_fn, submit, name, batcher)
 
     async def end_run(self, run_id: str) -> None:
         pending = self.runs.pop(run_id, None)

@@ -233,6 +233,8 @@ class RayRolloutConfig(Section):
     engine_cpus: float = Field(1.0, gt=0, description="CPUs per engine (also its torch threads with backend hf)")
     engine_gpus: float | None = Field(None, ge=0, description="GPUs per engine; null: 1 when the cluster has GPUs")
     max_restarts: int = Field(2, ge=0, description="restarts of a rollout worker that dies (its episodes are retried)")
+    env_vars: dict[str, str] = Field(default_factory=dict, description="environment variables of the actors (e.g. "
+                                     "VLLM_CPU_KVCACHE_SPACE, HF_HOME), set through Ray's runtime environment")
 
 
 class RolloutConfig(Section):

@@ -118,7 +118,7 @@ def start_generation(cfg: RunConfig, engine: Any) -> RayGeneration:
     r = cfg.rollout.ray
     options = RayOptions(address=r.address, workers=r.workers, worker_cpus=r.worker_cpus, engines=r.engines,
                          engine_cpus=r.engine_cpus, engine_gpus=r.engine_gpus, concurrency=cfg.rollout.concurrency,
-                         max_restarts=r.max_restarts)
+                         max_restarts=r.max_restarts, env_vars=dict(r.env_vars))
     return RayGeneration(RolloutFleet.start(engine, options), env_spec)
 
 
