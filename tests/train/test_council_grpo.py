@@ -84,3 +84,27 @@ def test_council_training_plays_its_councils_in_this_process(tmp_path, make_cfg)
         make_cfg("grpo", tmp_path / "run", "data.env=roles/council", "council.train_seats=[cto]", "rollout.backend=ray")
     cfg = make_cfg("grpo", tmp_path / "run", "council.train_seats=[cto, risk]", "council.seats={reconcile: greedy}")
     assert cfg.council.train_seats == ["cto", "risk"] and cfg.council.seats == {"reconcile": "greedy"}
+
+
+def test_sft_learns_a_seat_from_the_scripted_councils(tmp_path, make_cfg, tiny_model_dir, council_tasks):
+    from officegym.core.task import read_tasks
+    from officegym.train.sft import build_examples, train_sft
+    from officegym.train.sft_data import BuildReport, council_conversations
+
+    tasks = read_tasks(council_tasks)
+    convs = council_conversations(tasks, ["reconcile"], {}, 4, 1.0, BuildReport())
+    assert convs and all(c.messages[0]["content"].startswith("You are ReconcileGPT") for c in convs)
+    # the mediator's turns are calls of its own tools, with the members' news between them
+    roles = [m["role"] for m in convs[0].messages]
+    assert roles[:2] == ["system", "user"] and "assistant" in roles and roles.count("user") >= 2
+    assert {t.name for t in convs[0].tools} == {"propose_plan", "commit_plan", "escalate"}
+    cfg = make_cfg("sft", tmp_path / "sft", f"model.name={tiny_model_dir}", "data.env=roles/council",
+                   f"data.tasks={council_tasks}", "data.val_fraction=0.25", "sft.source=council", "sft.max_steps=2",
+                   "sft.batch_size=2", "sft.micro_batch_size=2", "sft.max_length=16384",
+                   "council.train_seats=[reconcile]")
+    result = train_sft(cfg)
+    assert result.last_step == 2
+    with pytest.raises(Exception, match="council section"):
+        bad = make_cfg("sft", tmp_path / "sft2", f"model.name={tiny_model_dir}", "data.env=roles/council",
+                       f"data.tasks={council_tasks}", "sft.source=council")
+        build_examples(bad, None, None)

@@ -339,7 +339,10 @@ class VLLMConfig(Section):
 
 
 class SFTSection(Section):
-    source: Literal["ground_truth", "rollouts"] = "ground_truth"
+    source: Literal["ground_truth", "rollouts", "council"] = Field("ground_truth", description="ground_truth: replays "
+                                                                   "of the tasks' ground truth; rollouts: eval rollout "
+                                                                   "rows; council: the scripted seats' conversations "
+                                                                   "at council.train_seats")
     rollouts: list[str] = Field(default_factory=list, description="eval rollouts.jsonl files (source=rollouts)")
     min_reward: float = 1.0
     calls_per_turn: Literal["all", "one"] = Field("all", description="ground-truth replay: all calls in one turn, or one per turn")
@@ -415,6 +418,8 @@ _SFT_DEFAULTS: dict[str, dict[str, Any]] = {
 
 class SFTRunConfig(RunConfig):
     sft: SFTSection = Field(default_factory=SFTSection)
+    council: CouncilTrainConfig | None = Field(None, description="sft.source=council: the seats to learn; its "
+                                               "accuracy validation plays councils")
     optim: OptimConfig = Field(default_factory=lambda: OptimConfig(**_SFT_DEFAULTS["optim"]))
     checkpoint: CheckpointConfig = Field(default_factory=lambda: CheckpointConfig(**_SFT_DEFAULTS["checkpoint"]))
     validation: ValidationConfig = Field(default_factory=lambda: ValidationConfig(**_SFT_DEFAULTS["validation"]))

@@ -42,6 +42,7 @@ from officegym.train.runtime import (
 from officegym.train.sft_data import (
     BuildReport,
     Example,
+    council_conversations,
     encode_all,
     ground_truth_conversations,
     rollout_conversations,
@@ -65,6 +66,19 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
                                                                 rollout_chars, report), s.max_length, report)
         val = encode_all(renderer, ground_truth_conversations(env, val_tasks, s.calls_per_turn, s.final_answer,
                                                               rollout_chars, report), s.max_length, report)
+    elif s.source == "council":
+        if not cfg.data.tasks or cfg.council is None:
+            raise TrainingSetupError("sft.source=council needs data.tasks (roles/council tasks) and a council section "
+                                     "(train_seats: the seats to learn)")
+        train_tasks, val_tasks = split_tasks(load_tasks(cfg.data.tasks), cfg.data, cfg.seed)
+        c = cfg.council
+        try:
+            train = encode_all(renderer, council_conversations(train_tasks, c.train_seats, c.seats, c.max_rounds,
+                                                               s.min_reward, report), s.max_length, report)
+            val = encode_all(renderer, council_conversations(val_tasks, c.train_seats, c.seats, c.max_rounds,
+                                                             s.min_reward, report), s.max_length, report)
+        except ValueError as exc:
+            raise TrainingSetupError(str(exc)) from None
     else:
         if not s.rollouts:
             raise TrainingSetupError("sft.source=rollouts needs sft.rollouts=[path, ...] (eval rollouts.jsonl files)")
