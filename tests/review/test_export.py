@@ -57,8 +57,13 @@ def test_rl_pool_edits_and_sft_conversations(reviewed, env):
     assert conv[3]["tool_call_id"] == conv[2]["tool_calls"][0]["id"]
     assert len(sft["broken"]["tools"]) == 27 and sft["broken"]["tools"][0]["type"] == "function"
     assert sft["reply"]["messages"][-1] == {"role": "assistant", "content": "Done."}  # the accepted rollout's answer
-    assert bundle.counts == {"items": 4, "decisions": 4, "rl_tasks": 2, "rl_removed": 1, "sft": 2, "verifier_cases": 4,
-                             "verifier_cases_open": 1}
+    assert bundle.counts == {"items": 4, "decisions": 4, "rl_tasks": 2, "rl_removed": 1, "sft": 2, "sft_rollouts": 2,
+                             "verifier_cases": 4, "verifier_cases_open": 1}
+    # Gold rollout rows: the accepted rewarded rollout as it was, the correction replayed and verified.
+    gold = {r["id"]: r for r in _lines(bundle, "sft_rollouts.jsonl")}
+    assert gold["reply"]["officegym"]["policy"] == "crafted" and gold["reply"]["officegym"]["review"]["status"] == "accepted"
+    assert gold["broken"]["officegym"]["policy"] == "review:corrected" and gold["broken"]["reward"] == 1.0
+    assert [i["type"] for i in gold["broken"]["response"]["output"]] == ["function_call", "function_call_output", "message"]
     assert build_export(store, envs).files == bundle.files  # deterministic
 
 

@@ -1,6 +1,9 @@
 """Human review: flag rollouts worth a human's time, review them in a web UI, export the decisions
 as RL pool edits, SFT data and verifier regression cases; one active-learning round per call.
 
+The workplace's rollouts, the role environments' (graded verdicts: review/roles.py) and councils
+(councils.jsonl, every seat's turns and acts: review/council.py) go through the same queue.
+
     from officegym.review import Store, flag_run, export_store, active_learning_round
 """
 

@@ -6,8 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from officegym.core.protocols import Environment
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.types import ToolCall
+from officegym.review import council, roles, views
 from officegym.review.replay import CorrectionCheck, CorrectionError, check_correction, parse_calls_text
 from officegym.review.rows import RolloutRef
 from officegym.review.store import ACTIONS, REJECT_REASONS, Store
@@ -40,15 +42,42 @@ def item_mode(item: dict[str, Any]) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
-def check_item_correction(envs: Environments, item: dict[str, Any], calls: list[ToolCall]) -> CorrectionCheck:
-    """Replay and re-verify corrected ground-truth calls for an item (CorrectionError if refused)."""
+def item_env(envs: Environments, item: dict[str, Any]) -> Environment:
+    """The environment an item's rollout ran in (CorrectionError when it cannot be built)."""
     task = item_task(item)
-    mode = item_mode(item)
     try:
-        env = envs.get(task.environment_name, item.get("world"), mode)
+        return envs.get(task.environment_name, item.get("world"), item_mode(item))
     except (WorldSpecError, KeyError, TypeError, ValueError) as exc:
         raise CorrectionError(f"cannot replay the correction: no environment ({exc})") from None
+
+
+def check_item_correction(envs: Environments, item: dict[str, Any], calls: list[ToolCall]) -> CorrectionCheck:
+    """Replay and re-verify a correction for an item (CorrectionError if refused): the corrected
+    ground-truth calls of a workplace task, the final answer of a role rollout (review/roles.py),
+    the mediator's decision of a council (review/council.py)."""
+    task = item_task(item)
+    mode = item_mode(item)
+    env = item_env(envs, item)
+    if council.is_council_env(env):
+        return council.check_council_correction(env, task, item["row"], calls, mode)
+    if roles.is_role_env(env):
+        return roles.check_role_correction(env, task, item["row"], calls, mode)
     return check_correction(env, task, calls, item_ref(item).calls(), mode)
+
+
+def correction_text(envs: Environments, item: dict[str, Any]) -> str:
+    """What the correction form starts from: the workplace task's ground truth, a role rollout's
+    answer, a council's decision."""
+    try:
+        task = item_task(item)
+        env = item_env(envs, item)
+    except (ActionError, CorrectionError):
+        return views.ground_truth_text(item["row"])
+    if council.is_council_env(env):
+        return council.decision_text(item["row"], task, env)
+    if roles.is_role_env(env):
+        return roles.answer_text(item["row"], task, frozenset(env.write_tools or ()))
+    return views.ground_truth_text(item["row"])
 
 
 def apply_action(
@@ -86,12 +115,15 @@ def apply_action(
             text = calls if isinstance(calls, str) else json.dumps(calls)
         except (TypeError, ValueError, RecursionError) as exc:  # e.g. an int past the digit limit
             raise CorrectionError(f"the calls cannot be written as JSON: {str(exc)[:120]}") from None
-        check = check_item_correction(envs, item, parse_calls_text(text))
+        typed = parse_calls_text(text)
+        check = check_item_correction(envs, item, typed)
     except CorrectionError as exc:
         store.log(reviewer, "correct_refused", {"error": str(exc)}, item_id)
         raise
     if not save:
         return ActionResult(None, check)
     previous = [c.to_nemo() for c in item_task(item).ground_truth]
-    payload = {**check.to_dict(), "previous_ground_truth": previous}
+    # `calls` is what was replayed and verified (a role's reads and answer, a council's decision in
+    # its single-agent form); `typed` is what the reviewer wrote.
+    payload = {**check.to_dict(), "previous_ground_truth": previous, "typed": [c.to_nemo() for c in typed]}
     return ActionResult(store.decide(item_id, "correct", reviewer, reason, note, payload, at), check)

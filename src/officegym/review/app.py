@@ -21,8 +21,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
-from officegym.review import views
-from officegym.review.actions import ActionError, apply_action, item_task
+from officegym.review import council, views
+from officegym.review.actions import ActionError, apply_action, correction_text, item_env, item_task
 from officegym.review.export import EXPORT_FILES, build_export
 from officegym.review.flag import REASONS
 from officegym.review.guard import (
@@ -155,18 +155,29 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
         f = filters_of(request.query_params)
         prev_id, next_id = store.neighbours(item_id, f)
         row = item["row"]
+        task = env = None
         try:
             task = item_task(item)
             task_info = {"category": task.category, "difficulty": task.metadata.get("difficulty"),
                          "template": task.metadata.get("template"), "ground_truth": [c.to_nemo() for c in task.ground_truth]}
+            env = item_env(envs, item)
         except ActionError as exc:
             task_info = {"error": str(exc), "ground_truth": []}
+        except CorrectionError:
+            env = None  # no environment: the page shows what the row holds
         decisions = store.decisions(item_id)
         corrections = [d for d in decisions if d["action"] == "correct" and d["payload"]]
+        council_part = council.council_view(row, task, env)
+        graded = views.graded_view(row)
+        kind = "council" if council_part is not None else ("role" if graded is not None else "workplace")
         calls_value = extra.pop("calls_text", None)
         if calls_value is None:
-            calls_value = (views.calls_text(corrections[-1]["payload"]["calls"]) if corrections
-                           else views.ground_truth_text(row))
+            if corrections and kind == "workplace":
+                calls_value = views.calls_text(corrections[-1]["payload"]["calls"])
+            elif corrections:  # the correction as the reviewer typed it: the answer, or the decision
+                calls_value = views.calls_text(corrections[-1]["payload"].get("typed") or corrections[-1]["payload"]["calls"][-1:])
+            else:
+                calls_value = correction_text(envs, item)
         siblings = store.siblings(item)
         samples = item["grp"].get("samples", [])
         context = {
@@ -177,6 +188,7 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
             "invalid_fragments": views.og_of(row).get("invalid_fragments") or [],
             "reject_reasons": REJECT_REASONS, "reasons": REASONS, "blind": request.query_params.get("blind") == "1",
             "prev_id": prev_id, "next_id": next_id, "carry": carry(f), "calls_text": calls_value,
+            "kind": kind, "council": council_part, "graded": graded,
             "done": DONE.get(request.query_params.get("done", "")), "check": None, "error": None,
             **extra,
         }

@@ -80,7 +80,8 @@ def _envs(world: Path | None):
 
 @review_app.command("flag")
 def flag_cmd(
-    run_dir: Annotated[Path, typer.Argument(help="An eval run folder, a GRPO run folder, or any folder of rollout rows files.")],
+    run_dir: Annotated[Path, typer.Argument(help="An eval run folder, a GRPO run folder, a council run folder "
+                                                 "(councils.jsonl), or any folder of such rows files.")],
     store: StoreOpt = None,
     world: WorldOpt = None,
     audit_share: Annotated[float, typer.Option("--audit-share", min=0.0, max=1.0, help="Share of rollouts drawn for a random audit.")] = 0.05,
@@ -88,18 +89,22 @@ def flag_cmd(
     hard: Annotated[float, typer.Option("--hard-difficulty", help="Difficulty from which all-pass groups are suspicious.")] = 7,
     no_replay: Annotated[bool, typer.Option("--no-replay", help="Do not replay oracles or end states (no world needed).")] = False,
     run: Annotated[str | None, typer.Option("--run", help="Name of the run in item keys (default: the folder's name).")] = None,
+    tasks: Annotated[Path | None, typer.Option("--tasks", help="The roles/council task rows a council run was played "
+                                                               "from (default: what its run.json says).")] = None,
 ) -> None:
-    """Queue a run's rollouts for review, each with its reasons and a priority."""
+    """Queue a run's rollouts (or councils) for review, each with its reasons and a priority."""
     from officegym.review.flag import REASONS, FlagConfig, flag_run
 
     if not run_dir.exists():
         _fail(f"no such run folder: {run_dir}")
+    if tasks is not None and not tasks.is_file():
+        _fail(f"no such task file: {tasks}")
     store = _store_path(run_dir, store, must_exist=False)
     with _opened(store) as st:
         try:
             config = FlagConfig(audit_share=audit_share, seed=seed, hard_difficulty=hard, replay=not no_replay)
             with console.status("flagging"):
-                res = flag_run(run_dir, st, config, world=world, run=run)
+                res = flag_run(run_dir, st, config, world=world, run=run, tasks=tasks)
         except (ValueError, OSError) as exc:
             _fail(str(exc))
     rep = res.report

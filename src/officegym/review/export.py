@@ -11,6 +11,18 @@ How decisions flow back (sdg_roles_review.md 4.3):
 - reject verifier_too_strict / verifier_too_lenient: a "verifier_wrong" case expecting the
   opposite verdict; `open` while the current verifier still gets it wrong.
 Per task, a correction or a task rejection overrides acceptances, and the latest of those wins.
+
+Role rollouts and councils flow the same way. A role correction is the rollout's reads and the
+corrected answer (review/roles.py), a council's the mediator's decision in roles/council's
+single-agent form (review/council.py); either becomes the task's ground truth, with the calls per
+turn (`oracle_turns`) it was verified with, so replays show each lookup's output before the answer
+that uses it. An accepted council whose team outcome got full credit adds every seat's conversation
+to sft.jsonl. Councils' regression cases replay their acts (`council` in the case).
+
+sft_rollouts.jsonl holds the same gold trajectories as rollout rows (`officegym eval`'s format, the
+reward the verifier's), which the SFT trainer reads with `sft.source=rollouts`: an accepted rollout
+the verifier rewarded, as it was; otherwise the gold plan (the correction, a council's committed
+decision, or the task's oracle) replayed in the environment turn by turn and kept only if it verifies.
 """
 
 from __future__ import annotations
@@ -25,10 +37,17 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from officegym.agent.scripted import plan_turns
 from officegym.core.files import atomic_write
+from officegym.core.protocols import Environment
+from officegym.core.rollout_row import rollout_row
 from officegym.core.task import Task, TaskFormatError, iter_jsonl
 from officegym.core.toolcalls import parse_tool_call
+from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
+from officegym.envs.roles.base import ESCALATE
+from officegym.envs.roles.council import COMMIT
+from officegym.review import council
 from officegym.review.actions import item_mode, item_ref, item_task
 from officegym.review.replay import oracle_calls, replay, with_ground_truth
 from officegym.review.store import REJECT_REASONS, Store
@@ -39,7 +58,10 @@ EXPORT_FILES: dict[str, str] = {
     "decisions.jsonl": "every decision, oldest first; `officegym review import` reads it back",
     "rl_tasks.jsonl": "accepted and corrected tasks for the RL pool (NeMo Gym rows)",
     "rl_removed.jsonl": "tasks to drop from the RL pool (ill-posed, or a wrong ground truth)",
-    "sft.jsonl": "SFT conversations: the ground truth replayed in the environment, real tool outputs",
+    "sft.jsonl": "SFT conversations: the ground truth replayed in the environment, real tool outputs (and the seats "
+                 "of accepted councils)",
+    "sft_rollouts.jsonl": "gold trajectories as rollout rows, for `sft.source=rollouts`: accepted rewarded rollouts, "
+                          "corrections and oracles replayed and verified",
     "verifier_cases.jsonl": "verifier regression cases (tests/review reads them)",
     "argilla_settings.json": "Argilla 2.x dataset settings (fields, questions, metadata)",
     "argilla_records.json": "Argilla 2.x records with suggestions and reviewers' responses",
@@ -99,7 +121,7 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
         decision_rows.append(row)
 
     pool, removed = _pool(items, latest)
-    rl_rows, sft_rows = [], []
+    rl_rows, sft_rows, gold_rows = [], [], []
     for task_id, (kind, item, decision) in sorted(pool.items()):
         try:
             task = item_task(item)
@@ -108,13 +130,30 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
             continue
         if kind == "corrected":
             task = with_ground_truth(task, [parse_tool_call(c) for c in decision["payload"]["calls"]])
-        task.metadata["review"] = {"status": kind, "item": item["key"], "reviewer": decision["reviewer"], "at": decision["at"]}
+            turns = decision["payload"].get("turns")
+            if isinstance(turns, list) and plan_turns(len(task.ground_truth), turns) == turns:
+                task.metadata["oracle_turns"] = list(turns)
+        review = {"status": kind, "item": item["key"], "reviewer": decision["reviewer"], "at": decision["at"]}
+        task.metadata["review"] = review
         rl_rows.append(task.to_row())
-        conversation = _sft_conversation(envs, item, task, kind, final_text)
+        try:
+            env = envs.get(task.environment_name, item.get("world"), item_mode(item))
+        except Exception as exc:  # any failure to build the environment skips this task's SFT data only
+            skipped.append(f"sft for task {task_id}: no environment ({exc})")
+            continue
+        plan = _gold_plan(env, item, task, kind)
+        conversation = _sft_conversation(env, item, task, kind, plan, final_text)
         if isinstance(conversation, str):
             skipped.append(f"sft for task {task_id}: {conversation}")
         else:
             sft_rows.append(conversation)
+        if kind == "accepted" and item_ref(item).matched:
+            sft_rows += _seat_conversations(item, task, kind)
+        gold = _gold_rollout(env, item, task, kind, plan, final_text, review)
+        if isinstance(gold, str):
+            skipped.append(f"sft_rollouts for task {task_id}: {gold}")
+        else:
+            gold_rows.append(gold)
     removed_rows = [{"id": tid, "reason": d["reason"], "item": it["key"], "reviewer": d["reviewer"], "at": d["at"],
                      "note": d["note"]} for tid, (it, d) in sorted(removed.items())]
 
@@ -132,6 +171,7 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
         "rl_tasks.jsonl": _jsonl(rl_rows),
         "rl_removed.jsonl": _jsonl(removed_rows),
         "sft.jsonl": _jsonl(sft_rows),
+        "sft_rollouts.jsonl": _jsonl(gold_rows),
         "verifier_cases.jsonl": _jsonl(cases),
         "argilla_settings.json": _json(argilla_settings()),
         "argilla_records.json": _json([argilla_record(it, store.decisions(it["id"])) for it in all_items]),
@@ -140,7 +180,7 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
     }
     counts = {
         "items": len(items), "decisions": len(decision_rows), "rl_tasks": len(rl_rows), "rl_removed": len(removed_rows),
-        "sft": len(sft_rows), "verifier_cases": len(cases),
+        "sft": len(sft_rows), "sft_rollouts": len(gold_rows), "verifier_cases": len(cases),
         "verifier_cases_open": sum(1 for c in cases if c.get("open")),
     }
     files["manifest.json"] = _json({"files": {n: EXPORT_FILES[n] for n in files}, "counts": counts, "skipped": skipped})
@@ -195,24 +235,51 @@ def _pool(items: dict[int, dict[str, Any]], latest: dict[int, dict[str, Any]]):
 # -- SFT ----------------------------------------------------------------------------------------
 
 
-def _sft_conversation(envs: Environments, item: dict[str, Any], task: Task, kind: str, final_text: str) -> dict[str, Any] | str:
-    """Chat messages built by replaying the ground truth (or the task's oracle plan) in the
-    environment: every tool output is the real one. Returns the reason when it cannot be built."""
-    try:
-        env = envs.get(task.environment_name, item.get("world"), item_mode(item))
-    except Exception as exc:  # any failure to build the environment skips this conversation only
-        return f"no environment ({exc})"
-    plan = [c for c in (task.ground_truth if kind == "corrected" else oracle_calls(task))]
+def _gold_plan(env: Environment, item: dict[str, Any], task: Task, kind: str) -> list[ToolCall]:
+    """The calls a gold trajectory makes: the corrected ground truth, an accepted council's own
+    decision when it got full credit (in the mediator's single-agent form), else the task's oracle."""
+    if kind == "corrected":
+        return list(task.ground_truth)
+    block = council.council_block(item["row"])
+    decided = next((a for a in (block or {}).get("acts", []) if isinstance(a, dict) and a.get("act") in ("commit", "escalate")), None)
+    if block is not None and decided is not None and item_ref(item).matched:
+        call = ToolCall(ESCALATE, {"reason": decided.get("reason")}) if decided.get("act") == "escalate" else \
+            ToolCall(COMMIT, {"plan_id": decided.get("plan_id"), "claimed_tco": decided.get("claimed_tco")})
+        try:
+            return council.mediator_plan(call, council.proposals_of(item["row"], task, env))
+        except ValueError:
+            pass
+    return oracle_calls(task)
+
+
+def _plan_batches(task: Task, results: list[Any]) -> list[list[Any]]:
+    """The plan's calls (or their results) grouped into turns: the task's `oracle_turns` when they
+    fit it (lookups before the answer that uses them), else all in one turn when the task allows
+    parallel calls and one per turn when not."""
+    planned = task.metadata.get("oracle_turns")
+    turns = plan_turns(len(results), planned)
+    if isinstance(planned, list) and turns == planned:
+        out, k = [], 0
+        for n in turns:
+            out.append(results[k:k + n])
+            k += n
+        return out
+    parallel = task.params.get("parallel_tool_calls", True) is not False
+    return [results] if parallel and results else [[r] for r in results]
+
+
+def _sft_conversation(env: Environment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
+                      final_text: str) -> dict[str, Any] | str:
+    """Chat messages built by replaying the gold plan (see _gold_plan) in the environment: every
+    tool output is the real one. Returns the reason when it cannot be built."""
     _, results = replay(env, task, plan)
     bad = [(i, r) for i, r in enumerate(results, 1) if not r.ok]
     if bad:
         i, r = bad[0]
         return f"ground-truth call {i} ({r.call.name}) fails on replay: {r.output}"
     messages: list[dict[str, Any]] = [{"role": m["role"], "content": m["content"]} for m in prompt_messages(task.to_row())]
-    parallel = task.params.get("parallel_tool_calls", True) is not False
-    batches = [results] if parallel and results else [[r] for r in results]
     n = 0
-    for batch in batches:
+    for batch in _plan_batches(task, results):
         calls = []
         for r in batch:
             calls.append({"id": f"call_{n}", "type": "function",
@@ -225,6 +292,51 @@ def _sft_conversation(envs: Environments, item: dict[str, Any], task: Task, kind
     tools = [spec.to_chat_tool() for spec in env.tools(task)]
     return {"messages": messages, "tools": tools,
             "metadata": {"task_id": task.id, "source": f"review:{kind}", "item": item["key"], "human_gold": True}}
+
+
+def _seat_conversations(item: dict[str, Any], task: Task, kind: str) -> list[dict[str, Any]]:
+    """Every seat's conversation of an accepted council the verifier gave full credit."""
+    return [{"messages": messages, "tools": tools,
+             "metadata": {"task_id": task.id, "source": f"review:{kind}", "item": item["key"], "seat": seat,
+                          "human_gold": True}}
+            for seat, messages, tools in council.seat_conversations(item["row"])]
+
+
+def _gold_rollout(env: Environment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
+                  final_text: str, review: dict[str, Any]) -> dict[str, Any] | str:
+    """A gold trajectory as a rollout row (see the module docstring), or why there is none."""
+    ref = item_ref(item)
+    if kind == "accepted" and ref.matched and council.council_block(item["row"]) is None:
+        og = {**ref.officegym, "review": review}
+        reward = (ref.verdict or {}).get("reward", ref.reward)
+        return {**item["row"], "reward": reward, "officegym": og}
+    session = env.session(task)
+    execute = getattr(session, "execute", None)
+    traj = Trajectory(task_id=task.id, policy=f"review:{kind}", stop_reason="answered")
+    for batch in _plan_batches(task, plan):
+        turn = Turn(text="")
+        for i, c in enumerate(batch):
+            call = ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{len(traj.turns)}_{i}", c.parse_error)
+            args = call.arguments if call.parse_error is None else call.raw_arguments
+            if execute is not None:
+                result = execute(call.name, args)
+                turn.executions.append(ToolExecution(call, result.text, result.status))
+            else:
+                turn.executions.append(ToolExecution(call, session.call(call.name, args), "ok"))
+        traj.turns.append(turn)
+    traj.turns.append(Turn(text=_final_text(item, kind, final_text)))
+    failed = [e for t in traj.turns for e in t.executions if not e.ok]
+    if failed:
+        return f"call {failed[0].call.name} fails on replay: {failed[0].output}"
+    verdict = env.verify(task, traj.calls, item_mode(item))
+    if not verdict.matched:
+        return f"the gold plan does not verify (reward {verdict.reward:.4g})"
+    traj.verdict = verdict.to_dict()
+    traj.reward = verdict.reward
+    traj.reward_components = {"outcome": verdict.reward}
+    row = rollout_row(task, traj)
+    row["officegym"]["review"] = review
+    return row
 
 
 def _arguments(call: ToolCall) -> str:
@@ -262,6 +374,9 @@ def _case(item: dict[str, Any], decision: dict[str, Any], kind: str, task: Task,
         "origin": {"item": item["key"], "decision": decision["action"], "reason": decision["reason"],
                    "reviewer": decision["reviewer"], "at": decision["at"], "note": decision["note"]},
     }
+    block = council.council_block(item["row"])
+    if block is not None and kind != "corrected_truth":  # the council itself: its acts are replayed
+        case["council"] = {"acts": block["acts"], "rounds": block.get("rounds")}
     if case["kind"] == "verifier_wrong":
         got = run_case(case, envs)
         case["open"] = got != expected  # still wrong with the current verifier
@@ -305,6 +420,11 @@ def run_case(case: dict[str, Any], envs: Environments | None = None) -> bool:
         env = envs.get(case.get("environment") or task.environment_name, case.get("world"), case.get("mode"))
     except (TaskFormatError, KeyError, ValueError, TypeError) as exc:
         raise CaseError(f"case {case.get('case_id')!r}: {exc}") from None
+    if isinstance(case.get("council"), dict):
+        try:
+            return council.case_matched(case["council"], task, env)
+        except ValueError as exc:  # not a council environment, or a task naming no scenario
+            raise CaseError(f"case {case.get('case_id')!r}: {exc}") from None
     return bool(env.verify(task, calls, case.get("mode")).matched)
 
 
@@ -344,6 +464,9 @@ def check_cases(path: str | os.PathLike[str], envs: Environments | None = None) 
 
 
 def _transcript(row: dict[str, Any]) -> str:
+    told = council.transcript(row)
+    if told is not None:
+        return told
     lines = []
     for t in trajectory_turns(row):
         lines.append(f"### turn {t['index']}")
@@ -360,6 +483,8 @@ def _task_text(row: dict[str, Any]) -> str:
 
 def _diff_text(row: dict[str, Any]) -> str:
     verdict = verdict_of(row)
+    if isinstance(verdict, dict) and verdict.get("graded") is True:  # a grading verifier's evidence, not a diff
+        return "\n".join([f"{verdict.get('label')}: reward {verdict.get('reward')}", *map(str, verdict.get("evidence") or [])])
     tables = diff_tables(verdict)
     if not tables:
         return "no difference from the expected state" if verdict else "no verdict"

@@ -19,6 +19,19 @@ Per rollout:
   no call at all where the ground truth has some.
 - modes_disagree: the two verification modes disagree on this rollout.
 - random_audit: a seeded, uniform share of all rollouts, to measure the verifier's precision.
+Role rollouts (graded verdicts: roles/cto, coo, cost, reconcile, risk, council; review/roles.py
+defines each rule and the margin):
+- low_margin: a component within a small distance of the threshold that would change the label
+  (near-optimal, a claimed figure near the tolerance, near-perfect detection, one rule short of
+  feasible, partial credit). It replaces near_threshold for graded verdicts.
+- escalation_wrong, escalation_missed, escalated: the model escalated a feasible scenario, did not
+  escalate an infeasible one, or escalated rightly (the reason is for a human to confirm).
+- odd_high_reward also catches full credit without a single successful read.
+- distinct_rewarded_states compares decisions (free text and claimed figures left out).
+- verifier_error also when a fresh verify gives another graded reward.
+Councils (councils.jsonl rows, and roles/council rollouts; review/council.py):
+- commit_without_consensus, unresolved_objection, accepted_over_objection: seats disagree.
+- verifier_error when the council's acts, replayed, score otherwise than recorded.
 
 An item's priority is the sum of its reasons' weights.
 """
@@ -26,6 +39,7 @@ An item's priority is the sum of its reasons' weights.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +48,7 @@ from typing import Any
 
 from officegym.core.protocols import Environment
 from officegym.core.task import Task, TaskFormatError
+from officegym.review import council, roles
 from officegym.review.replay import fingerprint_diff, oracle_calls, state_fingerprint
 from officegym.review.rows import Group, RolloutRef, group_rows, read_run
 from officegym.review.store import Store
@@ -49,6 +64,13 @@ REASONS: dict[str, str] = {
     "all_fail_unchecked": "every sample fails; the oracle could not be replayed",
     "near_threshold": "reward near a threshold (partial credit, near-optimal ratio)",
     "modes_disagree": "the outcome and nemo_gym verification modes disagree",
+    "escalation_wrong": "escalated although the verifier knows a feasible answer",
+    "escalation_missed": "did not escalate an infeasible scenario",
+    "commit_without_consensus": "a council committed a plan not every member accepted",
+    "unresolved_objection": "objections left standing at the council's end",
+    "accepted_over_objection": "a seat accepted a plan another seat had objected to",
+    "low_margin": "a graded verdict near a decision boundary (near-optimal, claim near the tolerance, partial credit)",
+    "escalated": "a correct escalation: its reason is for a human to confirm",
     "random_audit": "uniform random audit of the verifier's precision",
 }
 
@@ -61,6 +83,13 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "all_fail_unchecked": 4.0,
     "near_threshold": 3.0,
     "modes_disagree": 2.0,
+    "escalation_wrong": 6.0,
+    "escalation_missed": 6.0,
+    "commit_without_consensus": 5.0,
+    "unresolved_objection": 5.0,
+    "accepted_over_objection": 4.0,
+    "low_margin": 3.0,
+    "escalated": 3.0,
     "random_audit": 1.0,
 }
 
@@ -73,6 +102,9 @@ class FlagConfig:
     hard_difficulty: float = 7  # difficulty is 1-10
     partial_band: tuple[float, float] = (0.4, 0.6)
     ratio_band: tuple[float, float] = (0.98, 1.0)  # [lo, hi)
+    claim_band: tuple[float, float] = (0.5, 2.0)  # claimed-figure error over the verifier's tolerance
+    detection_band: tuple[float, float] = (0.8, 1.0)  # [lo, hi) of an F1 component
+    satisfaction_band: tuple[float, float] = (0.9, 1.0)  # [lo, hi) of the rules an infeasible plan meets
     ratio_components: tuple[str, ...] = ("efficiency", "optimality", "optimality_ratio")
     reward_max: float | None = None  # None: max(1, the largest reward in the run)
     high_reward: float = 0.9  # a share of reward_max
@@ -232,12 +264,11 @@ def flag_rows(
             if d is not None and d >= config.hard_difficulty and len(live) > 1:
                 item(g, first_idx, first_ref, summary).reasons.append(
                     Reason("all_pass_hard", f"{len(live)}/{len(live)} samples pass a task of difficulty {d:g}"))
-        rewarded = [(idx, ref, t) for idx, ref, t in live if ref.matched]
+        rewarded = [(idx, ref, t) for idx, ref, t in live if ref.matched and council.council_block(ref.row) is None]
         if env is not None and len(rewarded) > 1:
             states: dict[str, list[tuple[int, RolloutRef]]] = {}
             for idx, ref, t in rewarded:
-                fp = state_fingerprint(env, t, ref.calls(), getattr(env, "write_tools", None))
-                states.setdefault(fp, []).append((idx, ref))
+                states.setdefault(_end_state(env, ref, t), []).append((idx, ref))
             if len(states) > 1:
                 fps = list(states)
                 listing = "; ".join(
@@ -261,6 +292,17 @@ def flag_rows(
     return FlagReport(out, len(rows), len(groups), dict(by_reason), training_only, problems)
 
 
+def _end_state(env: Environment, ref: RolloutRef, task: Task) -> str:
+    """What two rewarded samples are compared on: a role answer's decision (roles.decision), else
+    the strict end state of the calls."""
+    if roles.is_role_env(env):
+        answer_tools = frozenset(env.write_tools or ())
+        k = roles.answer_index(ref.row, answer_tools)
+        decided = roles.decision(roles.executed_calls(ref.row)[k][0]) if k is not None else "null"
+        return json.dumps([decided])  # the shape of state_fingerprint's answer for such environments
+    return state_fingerprint(env, task, ref.calls(), getattr(env, "write_tools", None))
+
+
 def _oracle_problem(env: Environment, task: Task) -> str | None:
     """Why the task's oracle plan fails on replay, or None when it replays cleanly and verifies."""
     plan = oracle_calls(task)
@@ -279,9 +321,12 @@ def _oracle_problem(env: Environment, task: Task) -> str | None:
 def _rollout_reasons(
     ref: RolloutRef, task: Task, env: Environment | None, config: FlagConfig, reward_max: float
 ) -> list[Reason]:
+    if council.council_block(ref.row) is not None:
+        return _council_reasons(ref, task, env, config)
     out: list[Reason] = []
     verdict = ref.verdict
     reward = ref.reward
+    graded = roles.is_graded(verdict)
     errors = []
     if verdict is None:
         errors.append("no verdict recorded")
@@ -300,6 +345,9 @@ def _rollout_reasons(
         else:
             if verdict is not None and isinstance(verdict.get("matched"), bool) and fresh.matched != verdict["matched"]:
                 errors.append(f"recorded matched={verdict['matched']} but a fresh verify gives matched={fresh.matched}")
+            elif graded and isinstance(verdict.get("reward"), int | float) and abs(fresh.reward - verdict["reward"]) > 1e-9:
+                errors.append(f"recorded graded reward {verdict['reward']:.6g} but a fresh verify gives {fresh.reward:.6g} "
+                              f"({fresh.details.get('label')})")
     if errors:
         out.append(Reason("verifier_error", "; ".join(errors)))
 
@@ -315,7 +363,7 @@ def _rollout_reasons(
             is_ratio = name.rsplit("/", 1)[-1] in config.ratio_components and isinstance(value, int | float)
             if is_ratio and rlo <= value < rhi:
                 near.append(f"{name} = {value:.4g}, just under 1")
-        if near:
+        if near and not graded:  # a graded verdict's margins are low_margin's (review/roles.py)
             out.append(Reason("near_threshold", "; ".join(near)))
         if share >= config.high_reward:
             n_calls, n_invalid = _calls_count(ref)
@@ -333,7 +381,45 @@ def _rollout_reasons(
     if verdict is not None and verdict.get("modes_disagree"):
         other = verdict.get("other_mode_reward")
         out.append(Reason("modes_disagree", f"{verdict.get('mode')} gives {reward}, {verdict.get('other_mode')} gives {other}"))
+    if graded:
+        answer_tools = frozenset(getattr(env, "write_tools", None) or _answer_tools(task))
+        out += [Reason(c, d) for c, d in roles.role_findings(ref.row, task, answer_tools, config)]
+        if council.is_council_env(env):
+            state = council.rollout_state(env, task, ref.calls())
+            if state is not None:
+                out += [Reason(c, d) for c, d in council.disagreement_findings(state)]
+        return _merge(out)
     return out
+
+
+def _answer_tools(task: Task) -> frozenset[str]:
+    """The answer tools of a role task's environment, from the registry (no environment built)."""
+    from officegym.core.registry import write_tools
+
+    try:
+        return write_tools(task.environment_name) or frozenset()
+    except (KeyError, ValueError):
+        return frozenset()
+
+
+def _merge(reasons: list[Reason]) -> list[Reason]:
+    """One reason per code, details joined (a rule may be met more than one way)."""
+    merged: dict[str, Reason] = {}
+    for r in reasons:
+        if r.code in merged:
+            merged[r.code].detail += "; " + r.detail
+        else:
+            merged[r.code] = Reason(r.code, r.detail)
+    return list(merged.values())
+
+
+def _council_reasons(ref: RolloutRef, task: Task, env: Environment | None, config: FlagConfig) -> list[Reason]:
+    """A council item: the recorded verdict's sanity, then review/council.py's rules."""
+    out = []
+    if ref.verdict is None or ref.reward is None:
+        out.append(Reason("verifier_error", f"the council row has no verdict or reward ({ref.row.get('reward')!r})"))
+    out += [Reason(c, d) for c, d in council.council_findings(ref.row, task, env, config)]
+    return _merge(out)
 
 
 @dataclass
@@ -353,14 +439,16 @@ def flag_run(
     run: str | None = None,
     round: int | None = None,
     actor: str = "flagger",
+    tasks: str | Path | None = None,
 ) -> FlagRunResult:
     """Read a run folder, flag its rollouts and queue them in the store (re-flagging refreshes
-    reasons and priorities and keeps every decision already made)."""
+    reasons and priorities and keeps every decision already made). `tasks` names the task rows a
+    council run was played from (default: its run.json's)."""
     run_dir = Path(run_dir)
     spec = spec_for_run(run_dir, world)
     envs = envs or Environments()
     run = run or run_dir.resolve().name
-    read = read_run(run_dir)
+    read = read_run(run_dir, tasks)
     problems = list(read.problems)
     failed_worlds: dict[str, str] = {}
 

@@ -156,15 +156,19 @@ class CorrectionCheck:
     self_verdict: Verdict
     rescored: Verdict | None = None
     warnings: list[str] = field(default_factory=list)
+    turns: list[int] | None = None  # calls per turn when replayed turn by turn (a role's reads, then its answer)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "calls": [c.to_nemo() for c in self.calls],
             "outputs": [{"name": r.call.name, "status": r.status, "output": r.output} for r in self.results],
             "self_verdict": self.self_verdict.to_dict(),
             "rescored": self.rescored.to_dict() if self.rescored is not None else None,
             "warnings": self.warnings,
         }
+        if self.turns is not None:
+            out["turns"] = list(self.turns)
+        return out
 
 
 # Tool arguments are flat; the replay and the verifier copy and compare values recursively, so

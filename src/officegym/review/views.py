@@ -164,11 +164,29 @@ def reward_breakdown(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def graded_view(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A grading verifier's verdict (the role environments), as the item page shows it: its label,
+    the evidence sentences, the components; None for a verdict that does not grade."""
+    verdict = verdict_of(row)
+    if not (isinstance(verdict, dict) and verdict.get("graded") is True):
+        return None
+    components = verdict.get("components") if isinstance(verdict.get("components"), dict) else {}
+    evidence = verdict.get("evidence") if isinstance(verdict.get("evidence"), list) else []
+    return {
+        "label": verdict.get("label"), "matched": verdict.get("matched"), "reward": verdict.get("reward"),
+        "role": verdict.get("role"), "difficulty": verdict.get("difficulty"),
+        "infeasible": verdict.get("infeasible_scenario"), "answer_tool": verdict.get("answer_tool"),
+        "evidence": [str(e) for e in evidence], "components": components,
+    }
+
+
 def failure_label(row: dict[str, Any]) -> str:
     """A short label of why the verifier decided as it did."""
     verdict = verdict_of(row)
     if verdict is None:
         return "no verdict"
+    if verdict.get("graded") is True and verdict.get("label"):
+        return f"{verdict['label']}" + (" (full credit)" if verdict.get("matched") else "")
     if verdict.get("matched"):
         return "matched" + (" (modes disagree)" if verdict.get("modes_disagree") else "")
     diff = verdict.get("diff") or {}
