@@ -14,7 +14,8 @@ def pipeline(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="Pipeline YAML (configs/quickstart.yaml, ...).")] = None,
     overrides: Annotated[list[str] | None, typer.Argument(help="dotted.key=value overrides, e.g. tasks.n=500")] = None,
 ) -> None:
-    """World -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> report, resumable: rerun to continue."""
+    """World -> tasks -> baselines -> eval -> SFT -> eval -> GRPO -> eval -> report, resumable: rerun to continue.
+    `env: roles/<role>` (configs/roles_*.yaml) trains an executive role."""
     from officegym.pipeline import Pipeline, PipelineError, load_pipeline_config
     from officegym.train.config import ConfigError
 

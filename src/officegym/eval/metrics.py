@@ -10,7 +10,7 @@ from typing import Any
 
 from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.core.task import Task
-from officegym.eval.stats import wilson_interval
+from officegym.eval.stats import reward_interval, wilson_interval
 from officegym.rewards.calls import count_calls
 
 ERROR_KINDS = ("missing write", "extra write", "wrong tool", "wrong argument value", "invalid call")
@@ -123,6 +123,7 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         "accuracy": accuracy,
         "accuracy_ci95": list(wilson_interval(sum(_matched(r) for r in rows), n_rows)),
         "mean_reward": statistics.fmean(RolloutRow(r).reward or 0.0 for r in rows),
+        "mean_reward_ci95": list(reward_interval(rows)),
         "pass_at_k": {str(kk): statistics.fmean(pass_at_k(n, c, kk) for n, c in per_task) for kk in ks},
         "pass_hat_k": {str(kk): statistics.fmean(pass_hat_k(n, c, kk) for n, c in per_task) for kk in ks},
         "buckets": {b: _rate(v) for b, v in sorted(buckets.items())},

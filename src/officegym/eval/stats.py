@@ -7,12 +7,26 @@
   difference" each discordant task is a fair coin, so p = P(min(B, C) <= min(b, c)) * 2 for
   B ~ Binomial(b + c, 1/2), capped at 1 (two-sided).
 - `paired_outcomes(rows_a, rows_b)`: the per-task 0/1 outcomes two evaluations share, by task id.
+
+Graded rewards (the role environments score in [0, 1]):
+
+- `reward_interval(rows)`: a 95% interval of the mean reward. Rewards that are all 0 or 1 get the
+  Wilson interval of the rollouts (the accuracy's, so the workplace reads as before); graded rewards
+  a percentile bootstrap over tasks (10,000 resamples, seeded, so a report rebuilds identically).
+- `paired_rewards(rows_a, rows_b)`: two evaluations on the same tasks, compared by the paired
+  sign-flip (permutation) test on the per-task reward differences, with a bootstrap interval of the
+  mean difference. Why this test: rewards are bounded and bunched at 0 and 1, so the paired t-test's
+  normality fails at a few dozen tasks; Wilcoxon's signed-rank test ranks many tied magnitudes and
+  tests a location shift rather than the mean change the report shows. Flipping the sign of each
+  task's difference is exact under "no difference" (the two rewards of a task are exchangeable),
+  tests the mean difference itself, and on 0/1 rewards is the exact McNemar test (same p-value).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,3 +128,125 @@ def paired_verdict(t: dict[str, Any]) -> str:
         word = "improved" if t["delta"] > 0 else "worsened"
         return f"{t['to']} vs {t['from']}: {word} accuracy significantly, {change}; {counts}."
     return f"{t['to']} vs {t['from']}: no significant change in accuracy, {change}; {counts}."
+
+
+# --- graded rewards
+
+BOOTSTRAP_RESAMPLES = 10_000
+PERMUTATION_RESAMPLES = 20_000
+EXACT_SIGN_FLIPS = 16  # up to 2**16 sign vectors are enumerated; more nonzero differences are sampled
+
+
+def task_rewards(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Task id -> mean reward over its rollouts (a missing reward counts 0), from rollouts.jsonl rows."""
+    sums: dict[str, list[float]] = {}
+    for row in rows:
+        rollout = RolloutRow(row)
+        sums.setdefault(rollout.task_id, []).append(float(rollout.reward or 0.0))
+    return {k: sum(v) / len(v) for k, v in sums.items()}
+
+
+def bootstrap_mean_interval(values: Sequence[float], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
+                            level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (resampled with replacement, seeded);
+    (nan, nan) when there are none."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    rng = random.Random(f"bootstrap:{seed}")
+    means = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    tail = (1 - level) / 2
+    low = means[min(resamples - 1, max(0, math.floor(tail * resamples)))]
+    high = means[min(resamples - 1, max(0, math.ceil((1 - tail) * resamples) - 1))]
+    return low, high
+
+
+def reward_interval(rows: Sequence[dict[str, Any]], seed: int = 0) -> tuple[float, float]:
+    """95% interval of the mean reward of `rows`: the Wilson interval of the rollouts when every
+    reward is 0 or 1 (then the mean reward is a proportion, and the interval never collapses at 0/n
+    or n/n), else the percentile bootstrap over tasks (each task's mean reward; a task's samples
+    stay together)."""
+    rewards = [float(RolloutRow(r).reward or 0.0) for r in rows]
+    if all(x in (0.0, 1.0) for x in rewards):
+        return wilson_interval(int(sum(rewards)), len(rewards))
+    return bootstrap_mean_interval(list(task_rewards(rows).values()), seed)
+
+
+def sign_flip_p_value(differences: Sequence[float], seed: int = 0, resamples: int = PERMUTATION_RESAMPLES) -> tuple[float, str]:
+    """Two-sided p-value of the paired sign-flip test of "mean difference 0", and how it was got:
+    "exact" (every sign vector of the nonzero differences, up to EXACT_SIGN_FLIPS of them) or
+    "monte carlo" (`resamples` seeded sign vectors, p = (1 + hits) / (1 + resamples), which keeps
+    the test valid). Zero differences carry no sign and are left out (as McNemar leaves out the
+    tasks both runs got right or both got wrong)."""
+    d = [float(x) for x in differences if x != 0]
+    if not d:
+        return 1.0, "exact"
+    observed = abs(math.fsum(d))
+    tol = 1e-9 * max(1.0, observed)
+    if len(d) <= EXACT_SIGN_FLIPS:
+        sums = [0.0]
+        for x in d:
+            sums = [s + x for s in sums] + [s - x for s in sums]
+        return min(1.0, sum(abs(s) >= observed - tol for s in sums) / len(sums)), "exact"
+    rng = random.Random(f"sign-flip:{seed}")
+    n = len(d)
+    hits = 0
+    for _ in range(resamples):
+        bits = rng.getrandbits(n)
+        s = math.fsum(x if bits >> i & 1 else -x for i, x in enumerate(d))
+        hits += abs(s) >= observed - tol
+    return min(1.0, (1 + hits) / (1 + resamples)), "monte carlo"
+
+
+@dataclass
+class PairedRewards:
+    """Two evaluations' rewards on the same tasks: means, the mean difference (b - a) with its
+    bootstrap interval, per-task counts and the sign-flip test."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    delta_ci95: tuple[float, float]
+    higher: int  # tasks where b scored more than a
+    lower: int
+    tied: int
+    p_value: float
+    method: str
+
+    @property
+    def delta(self) -> float:
+        return self.mean_b - self.mean_a
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "mean_a": self.mean_a, "mean_b": self.mean_b, "delta": self.delta,
+                "delta_ci95": list(self.delta_ci95), "higher": self.higher, "lower": self.lower, "tied": self.tied,
+                "p_value": self.p_value, "test": f"paired sign-flip ({self.method})"}
+
+
+def paired_rewards(rows_a: Iterable[dict[str, Any]], rows_b: Iterable[dict[str, Any]], seed: int = 0) -> PairedRewards:
+    """Compare two evaluations' mean rewards on the tasks both ran (see the module docstring)."""
+    a, b = task_rewards(rows_a), task_rewards(rows_b)
+    keys = sorted(set(a) & set(b))
+    diffs = [b[k] - a[k] for k in keys]
+    p, method = sign_flip_p_value(diffs, seed)
+    n = len(keys)
+    ci = bootstrap_mean_interval(diffs, seed) if n else (math.nan, math.nan)
+    return PairedRewards(
+        n=n, mean_a=math.fsum(a[k] for k in keys) / n if n else math.nan,
+        mean_b=math.fsum(b[k] for k in keys) / n if n else math.nan, delta_ci95=ci,
+        higher=sum(x > 0 for x in diffs), lower=sum(x < 0 for x in diffs), tied=sum(x == 0 for x in diffs),
+        p_value=p, method=method)
+
+
+def paired_reward_verdict(t: dict[str, Any]) -> str:
+    """One plain sentence about a paired reward comparison: `t` is `PairedRewards.as_dict()` plus
+    "from" and "to", the labels of the two evaluations."""
+    low, high = t["delta_ci95"]
+    change = (f"mean reward {t['mean_a']:.3f} -> {t['mean_b']:.3f} ({t['delta']:+.3f}, 95% interval "
+              f"[{low:+.3f}, {high:+.3f}])")
+    counts = (f"{t['higher']} tasks scored higher, {t['lower']} lower, {t['tied']} the same, {t['n']} tasks, "
+              f"{t['test']} p = {t['p_value']:.3g}")
+    if t["p_value"] < 0.05:
+        word = "raised" if t["delta"] > 0 else "lowered"
+        return f"{t['to']} vs {t['from']}: {word} the reward significantly, {change}; {counts}."
+    return f"{t['to']} vs {t['from']}: no significant change in reward, {change}; {counts}."

@@ -1,5 +1,6 @@
-"""`officegym pipeline`: world -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> review ->
-report in one resumable run folder.
+"""`officegym pipeline`: world -> tasks -> baselines -> eval -> SFT -> eval -> GRPO -> eval -> review ->
+report in one resumable run folder, for the workplace or any environment that generates its own
+tasks (`env: roles/cost`, configs/roles_*.yaml).
 
 config.py holds the config and the stages' order, run.py the `Pipeline` that runs them, review.py
 the optional active-learning rounds and report.py the run's report. Imports point one way:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.train.config import load_config
 
-STAGES = ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
+STAGES = ("world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
+Stage = Literal["world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]
 
 
 class _Section(BaseModel):
@@ -26,10 +27,26 @@ class WorldSection(_Section):
 class TasksSection(_Section):
     n: int = Field(300, ge=1)
     seed: int = 0
-    tools: Literal["all", "domain"] = "domain"
-    holdout_templates: int = Field(0, ge=0)
-    templates: list[str] | None = Field(None, description="only these template ids (default: all)")
+    tools: Literal["all", "domain"] = Field("domain", description="workplace: offer each task its domains' tools only")
+    holdout_templates: int = Field(0, ge=0, description="workplace: templates held out whole for the test split")
+    templates: list[str] | None = Field(None, description="workplace: only these template ids (default: all)")
+    difficulty: tuple[int, int] | None = Field(None, description="environments with their own generator (roles): the "
+                                               "levels drawn, LO..HI within 1..10 (default: the generator's range)")
     fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")
+
+    @field_validator("difficulty")
+    @classmethod
+    def _levels(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and not 1 <= v[0] <= v[1] <= 10:
+            raise ValueError(f"must be [LO, HI] with 1 <= LO <= HI <= 10, got {list(v)}")
+        return v
+
+    @field_validator("fractions")
+    @classmethod
+    def _shares(cls, v: tuple[float, float, float]) -> tuple[float, float, float]:
+        if any(f < 0 for f in v) or abs(sum(v) - 1) > 1e-9:
+            raise ValueError(f"shares must be >= 0 and sum to 1, got {list(v)}")
+        return v
 
 
 class EvalSection(_Section):
@@ -49,6 +66,10 @@ class EvalSection(_Section):
     max_tool_output_chars: int | None = 2000
     backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
                                            "swapped per stage; pip install 'officegym[vllm]')")
+    baselines: list[str] | None = Field(None, description="policies evaluated by the baselines stage on the same tasks "
+                                        "as the models (scripted: oracle, greedy, role-random:SEED, noop, random:SEED); "
+                                        "null: greedy and oracle where the greedy baseline plays the environment (the "
+                                        "roles), none elsewhere; []: none")
     vllm: dict[str, Any] = Field(default_factory=dict, description="vllm.LLM options for the vllm backend (dtype, ...)")
 
 
@@ -66,8 +87,16 @@ class ReviewSection(_Section):
 
 class PipelineConfig(_Section):
     out_dir: str = "runs/pipeline"
+    env: str = Field("workplace_assistant", description="the environment trained and evaluated (officegym envs): the "
+                     "workplace, or one that generates its own tasks such as roles/cost")
     model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
-    stages: list[Literal["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]] = list(STAGES)
+    stages: list[Stage] = list(STAGES)
+    sft_data: Literal["auto", "ground_truth", "oracle"] = Field(
+        "auto", description="what SFT imitates. ground_truth: the trainer replays each train task's ground truth "
+        "(sft.sft.calls_per_turn decides the turns); oracle: the oracle policy's rollouts on the train split "
+        "(RUN/sft_data), turn by turn as the task plans them (a role's lookups, then the answer that uses their "
+        "outputs), kept when the verifier gives them the full reward; auto: oracle for environments that generate "
+        "their own tasks, ground_truth otherwise")
     world: WorldSection = Field(default_factory=WorldSection)
     tasks: TasksSection = Field(default_factory=TasksSection)
     eval: EvalSection = Field(default_factory=EvalSection)

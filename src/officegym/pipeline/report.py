@@ -1,35 +1,79 @@
 """The pipeline's report: the before/after table (untrained, after SFT, after GRPO, after each review
-round), the per-round review counts and the curves."""
+round, and the baselines beside them), paired tests between them, the per-round review counts and
+the curves.
+
+Where the verifier grades (the role environments: rewards in [0, 1]), the table leads with the mean
+reward and its 95% interval, then the share fully right, the reward per difficulty level and the
+verdicts' labels; the paired tests compare mean rewards (sign-flip test, eval/stats.py) as well as
+the share fully right (exact McNemar). The workplace's 0/1 rewards keep the accuracy table.
+"""
 
 from __future__ import annotations
 
 import html
 import itertools
 import json
+import statistics
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
-from officegym.eval.stats import paired_verdict
+from officegym.core.rollout_row import RolloutRow, officegym_of
+from officegym.eval.stats import paired_reward_verdict, paired_verdict
 
 EVALS = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
+BASELINE = " (baseline)"
+
+
+def _baseline_folders(out: Path) -> list[tuple[Path, str]]:
+    """(folder, label) of each finished baseline evaluation, by folder name."""
+    found = []
+    for path in sorted(out.glob("baselines/*/metrics.json")):
+        folder = path.parent
+        try:
+            policy = json.loads((folder / "run.json").read_text()).get("policy") or folder.name
+        except (OSError, ValueError, AttributeError):
+            policy = folder.name
+        found.append((folder, f"{policy}{BASELINE}"))
+    return found
+
+
+def _folders(out: Path) -> list[tuple[Path, str]]:
+    """(folder, label) of every finished evaluation: the models in stage order, each review round's,
+    then the baselines."""
+    found = [(out / folder, label) for folder, label in EVALS if (out / folder / "metrics.json").exists()]
+    for path in sorted(out.glob("review/round_*/eval/metrics.json")):
+        found.append((path.parent, f"after review round {int(path.parent.parent.name.removeprefix('round_'))}"))
+    return found + _baseline_folders(out)
 
 
 def _load(out: Path) -> dict[str, dict[str, Any]]:
     found = {}
-    for folder, label in EVALS:
-        path = out / folder / "metrics.json"
-        if path.exists():
-            try:
-                found[label] = json.loads(path.read_text())
-            except ValueError:
-                continue
-    for path in sorted(out.glob("review/round_*/eval/metrics.json")):
+    for folder, label in _folders(out):
         try:
-            found[f"after review round {int(path.parent.parent.name.removeprefix('round_'))}"] = json.loads(path.read_text())
+            found[label] = json.loads((folder / "metrics.json").read_text())
         except ValueError:
             continue
     return found
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    from officegym.core.files import load_appendable_jsonl
+
+    path = folder / "rollouts.jsonl"
+    return load_appendable_jsonl(path) if path.exists() else []
+
+
+def _verdict(row: dict[str, Any]) -> dict[str, Any]:
+    verdict = officegym_of(row).get("verdict")
+    return verdict if isinstance(verdict, dict) else {}
+
+
+def is_graded(rows_by_label: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether the verifier of these evaluations grades (says so in its verdicts), so the report
+    compares mean rewards rather than 0/1 accuracy alone."""
+    return any(_verdict(r).get("graded") for rows in rows_by_label.values() for r in rows)
 
 
 def _timings(out: Path) -> dict[str, float]:
@@ -84,8 +128,66 @@ def _acc_cell(rate: dict[str, Any] | None) -> str:
     return f"{_pct(rate['accuracy'])}{interval} (n={rate.get('n', '?')})"
 
 
-def summary_rows(metrics: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def _reward_cell(m: dict[str, Any]) -> str:
+    """"0.412 [0.350, 0.471] (n=50)": mean reward, its 95% interval (eval/stats.reward_interval), rollouts."""
+    if m.get("mean_reward") is None:
+        return "-"
+    ci = m.get("mean_reward_ci95")
+    interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+    return f"{m['mean_reward']:.3f}{interval} (n={m.get('rollouts', '?')})"
+
+
+def graded_rows(metrics: dict[str, dict[str, Any]], rows_by_label: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    """The table's rows for a grading verifier: mean reward, fully right, reward per level, the share
+    of scenarios to escalate got right, invalid calls, and the verdicts' labels."""
     labels = list(metrics)
+    ms = list(metrics.values())
+    rows = [["mean reward [95% interval]", *[_reward_cell(m) for m in ms]],
+            ["fully right [95% interval]", *[_acc_cell({"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"),
+                                                        "n": m.get("rollouts")}) for m in ms]]]
+    by_level: dict[str, dict[int, list[float]]] = {}
+    escalations: dict[str, list[bool]] = {}
+    verdict_labels: dict[str, Counter] = {}
+    for label in labels:
+        levels: dict[int, list[float]] = defaultdict(list)
+        counts: Counter = Counter()
+        for r in rows_by_label.get(label, []):
+            v = _verdict(r)
+            level = r.get("difficulty")
+            if isinstance(level, int):
+                levels[level].append(float(RolloutRow(r).reward or 0.0))
+            if v.get("infeasible_scenario"):
+                escalations.setdefault(label, []).append(bool(v.get("matched")))
+            counts[str(v.get("label") or "-")] += 1
+        by_level[label], verdict_labels[label] = levels, counts
+    for level in sorted({lv for d in by_level.values() for lv in d}):
+        cells = []
+        for label in labels:
+            values = by_level[label].get(level)
+            cells.append(f"{statistics.fmean(values):.3f} (n={len(values)})" if values else "-")
+        rows.append([f"mean reward, level {level}", *cells])
+    if escalations:
+        from officegym.eval.stats import wilson_interval
+
+        cells = []
+        for label in labels:
+            got = escalations.get(label)
+            cells.append(_acc_cell({"accuracy": sum(got) / len(got), "ci95": wilson_interval(sum(got), len(got)),
+                                    "n": len(got)}) if got else "-")
+        rows.append(["escalated where no answer exists", *cells])
+    rows.append(["invalid-call rate", *[_pct(m.get("invalid_call_rate")) for m in ms]])
+    for name in sorted({k for c in verdict_labels.values() for k in c}):
+        cells = [_pct(c[name] / sum(c.values())) if sum(c.values()) else "-" for c in (verdict_labels[lb] for lb in labels)]
+        rows.append([f"verdict: {name}", *cells])
+    return rows
+
+
+def summary_rows(metrics: dict[str, dict[str, Any]],
+                 rows_by_label: dict[str, list[dict[str, Any]]] | None = None) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the before/after table; graded rows when `rows_by_label` says the verifier grades."""
+    labels = list(metrics)
+    if rows_by_label and is_graded(rows_by_label):
+        return ["", *labels], graded_rows(metrics, rows_by_label)
     ms = list(metrics.values())
     overall = [{"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"), "n": m.get("rollouts")} for m in ms]
     rows = [["accuracy [95% interval]", *[_acc_cell(o) for o in overall]]]
@@ -102,30 +204,85 @@ def summary_rows(metrics: dict[str, dict[str, Any]]) -> tuple[list[str], list[li
     return ["", *labels], rows
 
 
-def paired_tests(out: Path) -> list[dict[str, Any]]:
-    """Each stage against the one before it on the same tasks (exact McNemar), from rollouts.jsonl."""
-    from officegym.core.files import load_appendable_jsonl
-    from officegym.eval.stats import paired_outcomes
+def comparison_pairs(out: Path) -> list[tuple[tuple[Path, str], tuple[Path, str]]]:
+    """Which evaluations are compared: each model stage with the one before it, the untrained model
+    with the last trained one (when a stage lies between), and each baseline with the last model."""
+    models = [(out / folder, label) for folder, label in EVALS if (out / folder / "rollouts.jsonl").exists()]
+    pairs = list(itertools.pairwise(models))
+    if len(models) >= 3:
+        pairs.append((models[0], models[-1]))
+    if len(models) >= 2:
+        pairs += [(b, models[-1]) for b in _baseline_folders(out) if (b[0] / "rollouts.jsonl").exists()]
+    return pairs
 
-    present = [(folder, label) for folder, label in EVALS if (out / folder / "rollouts.jsonl").exists()]
+
+def paired_tests(out: Path, graded: bool | None = None) -> list[dict[str, Any]]:
+    """The comparisons of `comparison_pairs` on the tasks both evaluations ran, from rollouts.jsonl:
+    the share fully right (exact McNemar) under "accuracy", and where the verifier grades (`graded`;
+    None: ask the rollouts) the mean reward (paired sign-flip test) under "reward"."""
+    from officegym.eval.stats import paired_outcomes, paired_rewards
+
     tests = []
-    for (fa, la), (fb, lb) in itertools.pairwise(present):
+    cache: dict[Path, list[dict[str, Any]]] = {}
+    for (fa, la), (fb, lb) in comparison_pairs(out):
+        for folder in (fa, fb):
+            if folder not in cache:
+                try:
+                    cache[folder] = _rows(folder)
+                except ValueError:
+                    cache[folder] = []
+        rows_a, rows_b = cache[fa], cache[fb]
+        if graded is None:
+            graded = is_graded({"a": rows_a, "b": rows_b})
         try:
-            cmp = paired_outcomes(load_appendable_jsonl(out / fa / "rollouts.jsonl"),
-                                  load_appendable_jsonl(out / fb / "rollouts.jsonl"))
+            cmp = paired_outcomes(rows_a, rows_b)
         except ValueError:
             continue
-        if cmp.n:
-            tests.append({"from": la, "to": lb, **cmp.as_dict()})
+        if not cmp.n:
+            continue
+        test: dict[str, Any] = {"from": la, "to": lb, "accuracy": {"from": la, "to": lb, **cmp.as_dict()}}
+        if graded:
+            test["reward"] = {"from": la, "to": lb, **paired_rewards(rows_a, rows_b).as_dict()}
+        tests.append(test)
     return tests
 
 
+def _sentences(test: dict[str, Any]) -> list[str]:
+    out = [paired_reward_verdict(test["reward"])] if "reward" in test else []
+    accuracy = paired_verdict(test["accuracy"])
+    return [*out, accuracy.replace("accuracy", "the share fully right") if "reward" in test else accuracy]
+
+
 def headline(out: Path) -> list[str]:
-    """The lines a pipeline prints at its end: accuracy per stage and each paired test."""
+    """The lines a pipeline prints at its end: each evaluation's mean reward (where the verifier
+    grades) and accuracy, and each paired test."""
     metrics = _load(out)
-    lines = [f"{label}: accuracy {_acc_cell({'accuracy': m.get('accuracy'), 'ci95': m.get('accuracy_ci95'), 'n': m.get('rollouts')})}"
-             for label, m in metrics.items()]
-    return lines + [paired_verdict(t) for t in paired_tests(out)]
+    tests = paired_tests(out)
+    graded = any("reward" in t for t in tests) or is_graded({label: _rows(folder)[:50] for folder, label in _folders(out)})
+    lines = []
+    for label, m in metrics.items():
+        acc = _acc_cell({"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"), "n": m.get("rollouts")})
+        lines.append(f"{label}: mean reward {_reward_cell(m)}, fully right {acc}" if graded else f"{label}: accuracy {acc}")
+    return lines + [s for t in tests for s in _sentences(t)]
+
+
+def _sft_data_line(out: Path) -> str:
+    """What SFT imitated when it imitated the oracle's rollouts (RUN/sft_data), or ""."""
+    try:
+        m = json.loads((out / "sft_data" / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    return (f"SFT imitated the oracle's rollouts on the {m.get('tasks', '?')} train tasks (`sft_data/`), "
+            f"{_pct(m.get('accuracy'))} of them fully rewarded (SFT keeps those that reach `sft.min_reward`).")
+
+
+def _not_needed(out: Path) -> dict[str, str]:
+    try:
+        record = json.loads((out / "stages.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = record.get("not_needed") if isinstance(record, dict) else None
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def _validation_points(out: Path) -> list[tuple[int, float]]:
@@ -190,20 +347,36 @@ def bfcl_tables(out: Path) -> list[tuple[str, list[list[str]]]]:
 
 def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     metrics = _load(out)
-    header, rows = summary_rows(metrics) if metrics else (["", "(no evaluations yet)"], [])
-    tests = paired_tests(out)
+    rows_by_label = {label: _rows(folder) for folder, label in _folders(out) if label in metrics}
+    graded = is_graded(rows_by_label)
+    header, rows = summary_rows(metrics, rows_by_label) if metrics else (["", "(no evaluations yet)"], [])
+    tests = paired_tests(out, graded)
+    sentences = [s for t in tests for s in _sentences(t)]
+    test_title = ("Did each stage change the reward? (paired, same tasks)" if graded
+                  else "Did each stage change accuracy? (paired, same tasks)")
+    test_note = ("Mean reward: the paired sign-flip test on each task's reward difference (exact up to 16 tasks "
+                 "that differ, else 20,000 seeded sign vectors) and a bootstrap 95% interval of the mean difference; "
+                 "fully right: the exact McNemar test." if graded else "")
+    intro = ("Mean reward with its 95% interval (bootstrap over tasks for graded rewards, Wilson for 0/1), the "
+             "share fully right with its Wilson interval, and the number of rollouts." if graded
+             else "Accuracy with its 95% Wilson interval and the number of rollouts.")
+    not_needed = _not_needed(out)
     val_plot = write_validation_plot(out)
     plots = ([val_plot.relative_to(out)] if val_plot else []) + [
         p.relative_to(out) for stage in ("sft", "grpo", "review/round_*/grpo") for p in sorted(out.glob(f"{stage}/plots/*.png"))]
-    links = [(label, f"{folder}/report.html") for folder, label in EVALS if (out / folder / "report.html").exists()]
+    links = [(label, f"{folder.relative_to(out).as_posix()}/report.html") for folder, label in _folders(out)
+             if (folder / "report.html").exists()]
     md = ["# officegym pipeline report", "", f"Run folder: `{out}`. Config: `config.yaml`.", "",
-          "## Before and after", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+          "## Before and after", "", intro, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
     if tests:
-        md += ["", "## Did each stage change accuracy? (paired, same tasks)", ""] + [f"- {paired_verdict(t)}" for t in tests]
+        md += ["", f"## {test_title}", ""] + ([test_note, ""] if test_note else []) + [f"- {t}" for t in sentences]
     if links:
         md += ["", "Each evaluation's own report (transcripts, state diffs, failures by kind): "
                + ", ".join(f"[{label}]({href})" for label, href in links) + "."]
+    sft_data = _sft_data_line(out)
+    if sft_data:
+        md += ["", sft_data]
     bfcl = bfcl_tables(out)
     for title, bfcl_rows in bfcl:
         md += ["", f"## {title} (same entries)", "", "| " + " | ".join(BFCL_HEADER) + " |", "|" + "---|" * len(BFCL_HEADER)]
@@ -212,8 +385,9 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     if rounds:
         md += ["", *review_lines(rounds)]
     timings = _timings(out)
-    if timings:
+    if timings or not_needed:
         md += ["", "## Time per stage", "", "| stage | seconds |", "|---|---:|"]
+        md += [f"| {k} | not needed: {why} |" for k, why in not_needed.items()]
         md += [f"| {k} | {v:.1f} |" for k, v in timings.items()] + [f"| total | {sum(timings.values()):.1f} |"]
     md += ["", "## Training curves", ""]
     md += [f"![{p.stem}]({p.as_posix()})" for p in plots] or ["(no curves: training has not run or matplotlib is missing)"]
@@ -221,8 +395,8 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     atomic_write(md_path, "\n".join(md) + "\n")
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    tests_html = ("<h2>Did each stage change accuracy? (paired, same tasks)</h2><ul>"
-                  + "".join(f"<li>{html.escape(paired_verdict(t))}</li>" for t in tests) + "</ul>") if tests else ""
+    tests_html = (f"<h2>{html.escape(test_title)}</h2>" + (f"<p>{html.escape(test_note)}</p>" if test_note else "")
+                  + "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in sentences) + "</ul>") if tests else ""
     links_html = ("<p>Each evaluation's own report: " + ", ".join(
         f'<a href="{html.escape(href)}">{html.escape(label)}</a>' for label, href in links) + ".</p>") if links else ""
     bfcl_html = "".join(
@@ -230,8 +404,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
         + "</tr>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in bfcl_rows)
         + "</table>" for title, bfcl_rows in bfcl)
     timing_html = ""
-    if timings:
+    if timings or not_needed:
         timing_html = ("<h2>Time per stage</h2><table><tr><th>stage</th><th>seconds</th></tr>"
+                       + "".join(f"<tr><td>{html.escape(k)}</td><td>not needed: {html.escape(why)}</td></tr>"
+                                 for k, why in not_needed.items())
                        + "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.1f}</td></tr>" for k, v in timings.items())
                        + f"<tr><td><b>total</b></td><td><b>{sum(timings.values()):.1f}</b></td></tr></table>")
     images = "".join(f'<figure><img src="{html.escape(p.as_posix())}" width="640"><figcaption>{html.escape(str(p))}</figcaption></figure>'
@@ -239,8 +415,9 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     page = (f"<!doctype html><meta charset='utf-8'><title>officegym pipeline</title>"
             f"<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.3em .8em;border-bottom:1px solid #ddd}}</style>"
             f"<h1>officegym pipeline report</h1><p>Run folder: <code>{html.escape(str(out))}</code></p>"
-            f"<h2>Before and after</h2><p>Accuracy with its 95% Wilson interval and the number of rollouts.</p>"
-            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}{bfcl_html}{_review_html(rounds)}{timing_html}"
+            f"<h2>Before and after</h2><p>{html.escape(intro)}</p>"
+            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}"
+            f"{f'<p>{html.escape(sft_data)}</p>' if sft_data else ''}{bfcl_html}{_review_html(rounds)}{timing_html}"
             f"<h2>Training curves</h2>{images}")
     html_path = out / "report.html"
     atomic_write(html_path, page)

@@ -34,6 +34,9 @@ class ReviewHost(Protocol):
     @property
     def world_dir(self) -> Path: ...
 
+    @property
+    def takes_world(self) -> bool: ...
+
     def say(self, text: str) -> None: ...
 
     def train_grpo(self, start: str, out_dir: Path, sections: dict[str, Any], tasks: Path | None = None) -> None: ...
@@ -114,7 +117,8 @@ def run_review_rounds(p: ReviewHost) -> list[dict[str, Any]]:
         source = _source(p, n)
         p.say(f"review round {n}: flagging {source}")
         summary = active_learning_round(source, store, out_dir=root / "exports", reviews=rc.reviews, round=n,
-                                        config=FlagConfig(audit_share=rc.audit_share), world=str(p.world_dir),
+                                        config=FlagConfig(audit_share=rc.audit_share),
+                                        world=str(p.world_dir) if p.takes_world else None,
                                         run=source.relative_to(p.out).as_posix() if source.is_relative_to(p.out) else None)
         record = summary.to_dict()
         p.say(f"review round {n}: {summary.flagged} flagged ({summary.new_items} new), "

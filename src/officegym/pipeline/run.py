@@ -1,8 +1,15 @@
-"""`officegym pipeline`: world -> tasks -> baseline eval -> SFT -> eval -> GRPO -> eval -> report.
+"""`officegym pipeline`: world -> tasks -> baselines -> eval -> SFT -> eval -> GRPO -> eval -> report.
 
 Every stage writes into one run folder and is skipped when its output is already there, so an
 interrupted pipeline resumes by running the same command again. The resolved config is saved as
 `config.yaml` in the run folder.
+
+The environment (`env`) decides what the stages do, by what it says of itself: one that takes a
+world (the workplace) gets the world stage and template tasks over that world; one that takes none
+(the roles) has the world stage recorded as not needed in stages.json, and its tasks come from its
+own generator. SFT imitates the oracle's rollouts on the train split for environments that generate
+their own tasks (`sft_data: auto`), and the baselines stage evaluates scripted policies (greedy and
+oracle for the roles) on the same tasks as the models, for the report to put beside them.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from officegym.core import registry
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError, merge_sections
 from officegym.pipeline.report import write_pipeline_report
@@ -29,6 +37,72 @@ class Pipeline:
         self.console = console
         self.ran: list[str] = []
         self.skipped: list[str] = []
+        self.not_needed: list[str] = []
+        self._environment: Any = None
+
+    # -- the environment ----------------------------------------------------------------------
+    @property
+    def env_name(self) -> str:
+        return registry.canonical_name(self.cfg.env)
+
+    @property
+    def takes_world(self) -> bool:
+        """Whether the environment is built from a world (the workplace): then the world stage runs."""
+        return registry.takes_world(self.env_name)
+
+    def environment(self) -> Any:
+        """The environment, built once (after the world stage, for one that takes a world)."""
+        if self._environment is None:
+            self._environment = registry.make(self.env_name, world=self.world_dir if self.takes_world else None)
+        return self._environment
+
+    def check_setup(self) -> None:
+        """Refuse, before any stage runs, a config the environment cannot follow; the message says why."""
+        from officegym.core.environment import EnvironmentSetupError
+
+        name, t = self.cfg.env, self.cfg.tasks
+        try:
+            made = registry.factory(name)
+            takes_world, own_tasks = registry.takes_world(name), registry.has_task_generator(name)
+        except EnvironmentSetupError as exc:
+            raise PipelineError(f"env: {exc}") from None
+        seats = getattr(made, "seats", ())
+        if seats:
+            raise PipelineError(f"env: {self.env_name} is a multi-agent environment (seats: {', '.join(seats)}); the "
+                                "pipeline trains one policy on single-agent episodes. Train a role that sits in it "
+                                "(roles/cto, roles/cost, roles/risk, roles/reconcile) instead")
+        if takes_world:
+            if t.difficulty is not None:
+                raise PipelineError(f"tasks.difficulty: {self.env_name} builds tasks from templates over a world; "
+                                    "difficulty levels are for environments that generate their own tasks")
+            return
+        if not own_tasks:
+            raise PipelineError(f"env: {self.env_name} takes no world and has no task generator of its own, so the "
+                                "pipeline has no tasks for it")
+        if self.cfg.world.path is not None:
+            raise PipelineError(f"world.path: {self.env_name} takes no world (its scenarios come from the task rows)")
+        if t.templates is not None or t.holdout_templates:
+            raise PipelineError(f"tasks.templates / tasks.holdout_templates choose workplace templates; {self.env_name} "
+                                "generates its own tasks (tasks.difficulty chooses their levels)")
+
+    def sft_source(self) -> str:
+        """What SFT imitates: "oracle" (the oracle's rollouts) or "ground_truth" (the trainer's replay)."""
+        if self.cfg.sft_data != "auto":
+            return self.cfg.sft_data
+        return "oracle" if registry.has_task_generator(self.env_name) else "ground_truth"
+
+    def baseline_specs(self) -> list[str]:
+        """The policies the baselines stage evaluates (`eval.baselines`; by default greedy and oracle
+        where the greedy baseline plays the environment)."""
+        if self.cfg.eval.baselines is not None:
+            return list(dict.fromkeys(self.cfg.eval.baselines))
+        from officegym.agent.policies import PolicySpecError, make_policy
+
+        try:
+            make_policy("greedy", environment=self.env_name)
+        except PolicySpecError:
+            return []
+        return ["greedy", "oracle"]
 
     # -- paths --------------------------------------------------------------------------------
     @property
@@ -38,6 +112,9 @@ class Pipeline:
     @property
     def tasks_dir(self) -> Path:
         return self.out / "tasks"
+
+    def baseline_dir(self, spec: str) -> Path:
+        return self.out / "baselines" / baseline_folder(spec)
 
     def _backend(self, wanted: str) -> str:
         """`wanted`, or hf when it is vllm and vLLM is not installed (said once): the pipeline still
@@ -58,29 +135,37 @@ class Pipeline:
             self.console.print(text)
 
     def run(self, hook: Callable[[str], None] | None = None) -> list[str]:
+        self.check_setup()
+        self._check_same_environment()
         self.out.mkdir(parents=True, exist_ok=True)
         save_config(self.cfg, self.out / "config.yaml")
         self._check_load()
-        steps: dict[str, tuple[Callable[[], None], Path]] = {
-            "world": (self._world, self.world_dir / "processed" / "emails.csv"),
-            "tasks": (self._tasks, self.tasks_dir / "README.md"),
-            "eval_base": (lambda: self.evaluate("eval_base", self.cfg.model), self.out / "eval_base" / "metrics.json"),
-            "sft": (self._sft, self.out / "sft" / "model"),
-            "eval_sft": (lambda: self.evaluate("eval_sft", self._model_after("sft")), self.out / "eval_sft" / "metrics.json"),
-            "grpo": (self._grpo, self.out / "grpo" / "model"),
-            "eval_grpo": (lambda: self.evaluate("eval_grpo", self._model_after("grpo")), self.out / "eval_grpo" / "metrics.json"),
-            "review": (self._review, self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"),
-            "report": (self._report, self.out / "report.md"),
+        baselines = self.baseline_specs()
+        steps: dict[str, tuple[Callable[[], None], list[Path]]] = {
+            "world": (self._world, [self.world_dir / "processed" / "emails.csv"]),
+            # generation.json is the last file either generator writes
+            "tasks": (self._tasks, [self.tasks_dir / "generation.json"]),
+            "baselines": (self._baselines, [self.baseline_dir(b) / "metrics.json" for b in baselines]),
+            "eval_base": (lambda: self.evaluate("eval_base", self.cfg.model), [self.out / "eval_base" / "metrics.json"]),
+            "sft": (self._sft, [self.out / "sft" / "model"]),
+            "eval_sft": (lambda: self.evaluate("eval_sft", self._model_after("sft")), [self.out / "eval_sft" / "metrics.json"]),
+            "grpo": (self._grpo, [self.out / "grpo" / "model"]),
+            "eval_grpo": (lambda: self.evaluate("eval_grpo", self._model_after("grpo")), [self.out / "eval_grpo" / "metrics.json"]),
+            "review": (self._review, [self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"]),
+            "report": (self._report, [self.out / "report.md"]),
         }
         for stage in STAGES:
             if stage not in self.cfg.stages:
                 continue
             fn, done = steps[stage]
-            if stage == "review" and self.cfg.review.rounds == 0:
+            if (stage == "review" and self.cfg.review.rounds == 0) or (stage == "baselines" and not baselines):
                 continue
-            if done.exists() and stage != "report":
+            if stage == "world" and not self.takes_world:
+                self._record_not_needed(stage, f"{self.env_name} takes no world (its scenarios come from the task rows)")
+                continue
+            if stage != "report" and all(p.exists() for p in done):
                 self.skipped.append(stage)
-                self.say(f"[dim]{stage}: done already ({done})[/]")
+                self.say(f"[dim]{stage}: done already ({done[0] if len(done) == 1 else done[0].parent})[/]")
                 continue
             self.say(f"[bold]{stage}[/]")
             t0 = time.perf_counter()
@@ -100,6 +185,37 @@ class Pipeline:
         advice = load_advice(measure_load(0.3))
         if advice:
             self.say(f"[yellow]{advice}[/]")
+
+    def _check_same_environment(self) -> None:
+        """A run folder holds one environment's stages: resuming it for another would skip stages
+        whose outputs belong to the first (its tasks, its models) and report them as the second's."""
+        saved = self.out / "config.yaml"
+        if not saved.exists():
+            return
+        try:
+            import yaml
+
+            before = (yaml.safe_load(saved.read_text()) or {}).get("env", "workplace_assistant")
+        except (OSError, ValueError, AttributeError, ImportError):
+            return
+        if isinstance(before, str) and registry.canonical_name(before) != self.env_name:
+            raise PipelineError(f"{self.out} holds a pipeline run of {before}, not {self.env_name}: choose another "
+                                "out_dir (or remove that folder)")
+
+    def _record_not_needed(self, stage: str, why: str) -> None:
+        """A stage this environment does not need: said, and kept in stages.json for the report."""
+        self.not_needed.append(stage)
+        self.say(f"[dim]{stage}: not needed ({why})[/]")
+        path = self.out / "stages.json"
+        try:
+            record = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError:
+            record = {}
+        if not isinstance(record, dict) or not isinstance(record.get("not_needed"), dict):
+            record = {"not_needed": {}}
+        if record["not_needed"].get(stage) != why:
+            record["not_needed"][stage] = why
+            atomic_write(path, json.dumps(record, indent=1) + "\n")
 
     def _record_time(self, stage: str, seconds: float) -> None:
         """Seconds per stage in timings.json (a resumed stage adds its new time to the old)."""
@@ -128,24 +244,37 @@ class Pipeline:
         write_world(generate_world(self.cfg.world.seed, self.cfg.world.size), self.world_dir, overwrite=True)
 
     def _tasks(self) -> None:
-        from officegym.sdg.dataset import build_dataset, write_dataset
-
         t = self.cfg.tasks
-        ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
-                           fractions=t.fractions)
-        write_dataset(ds, self.tasks_dir)
-        self.say(f"{ds.total} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items()))
+        if not self.takes_world:  # check_setup made sure it generates its own
+            from officegym.sdg.env_tasks import generate_env_tasks, write_env_tasks
 
-    def _eval_tasks(self, stage: str = ""):
+            task_set = generate_env_tasks(self.environment(), t.n, t.seed, t.difficulty, name=self.env_name,
+                                          fractions=t.fractions)
+            write_env_tasks(task_set, self.tasks_dir)
+            rows = task_set.rows
+        else:
+            from officegym.sdg.dataset import build_dataset, write_dataset
+
+            ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
+                               fractions=t.fractions)
+            write_dataset(ds, self.tasks_dir)
+            rows = ds.rows
+        self.say(f"{sum(len(v) for v in rows.values())} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+
+    def _split_tasks(self, split: str, stage: str) -> list[Any]:
         from officegym.core.task import read_tasks
 
-        path = self.tasks_dir / f"{self.cfg.eval.split}.jsonl"
+        path = self.tasks_dir / f"{split}.jsonl"
         if not path.exists():
-            raise PipelineError(f"eval: {path} is missing; run the tasks stage")
+            raise PipelineError(f"{stage}: {path} is missing; run the tasks stage")
         tasks = read_tasks(path)
         if not tasks:
-            raise PipelineError(f"eval: the {self.cfg.eval.split} split ({path}) has no tasks; raise tasks.n or "
-                                "that split's share in tasks.fractions")
+            raise PipelineError(f"{stage}: the {split} split ({path}) has no tasks; raise tasks.n or that split's "
+                                "share in tasks.fractions")
+        return tasks
+
+    def _eval_tasks(self, stage: str = ""):
+        tasks = self._split_tasks(self.cfg.eval.split, "eval")
         cap = self.cfg.eval.max_tasks
         if stage == "eval_base" and self.cfg.eval.base_max_tasks is not None:
             cap = min(cap or self.cfg.eval.base_max_tasks, self.cfg.eval.base_max_tasks)
@@ -157,20 +286,21 @@ class Pipeline:
             raise PipelineError(f"{stage} produced no model at {model}; run that stage first")
         return str(model)
 
-    def evaluate(self, name: str, model: str, out: Path | None = None) -> dict[str, Any]:
-        """Evaluate `model` on the eval split into `out` (default: RUN/`name`): rollouts, the config's
-        BFCL subset, metrics.json and a report; returns the metrics."""
+    def evaluate(self, name: str, model: str, out: Path | None = None, tasks: list[Any] | None = None,
+                 max_steps: int | None = None, k: int | None = None) -> dict[str, Any]:
+        """Evaluate `model` (a model or a policy spec) on `tasks` (default: the eval split) into `out`
+        (default: RUN/`name`): run.json, rollouts, the config's BFCL subset, metrics.json and a report;
+        returns the metrics. `max_steps` and `k` override the evaluation's turns per episode and
+        samples per task."""
         from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import make_policy
         from officegym.core.policy import SamplingParams
-        from officegym.envs.workplace.env import WorkplaceEnvironment
-        from officegym.envs.workplace.tools import WRITE_TOOLS
         from officegym.eval.metrics import compute_metrics
         from officegym.eval.report import write_report
         from officegym.eval.run import run_eval
 
         e = self.cfg.eval
-        tasks = self._eval_tasks(name)
+        tasks = tasks if tasks is not None else self._eval_tasks(name)
         spec = _policy_spec(model, self._backend(e.backend))
         if spec.startswith("vllm:"):
             options: dict[str, Any] = dict(e.vllm)
@@ -178,32 +308,47 @@ class Pipeline:
             options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype}
         else:
             options = {}
-        policy = make_policy(spec, **options)
-        config = LoopConfig(max_steps=e.max_steps, max_tool_output_chars=e.max_tool_output_chars,
+        policy = make_policy(spec, environment=self.env_name, **options)
+        steps, k = max_steps or e.max_steps, k or e.k
+        config = LoopConfig(max_steps=steps, max_tool_output_chars=e.max_tool_output_chars,
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
-        env = WorkplaceEnvironment(str(self.world_dir))
+        env = self.environment()
         out = out or self.out / name
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "run.json", json.dumps({
+            "policy": spec, "env": self.env_name, "tasks": len(tasks), "k": k, "max_steps": steps,
+            "temperature": e.temperature, "max_new_tokens": e.max_new_tokens}, indent=1) + "\n")
         from officegym.progress import heartbeat, policy_activity, progress
 
-        self.say(f"{name}: {len(tasks) * e.k} rollouts of {spec}" + (
+        self.say(f"{name}: {len(tasks) * k} rollouts of {spec}" + (
             " (the vLLM engine starts, or takes these weights, first)" if spec.startswith("vllm:") else ""))
         with progress(self.console) as bar:
-            job = bar.add_task(name, total=len(tasks) * e.k, info="")
+            job = bar.add_task(name, total=len(tasks) * k, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
-                result = run_eval(env, tasks, policy, out, k=e.k, config=config, progress=lambda n: bar.advance(job, n))
+                result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
         # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
         self._bfcl(name, policy, spec)
         close = getattr(policy, "close", None)
         if close is not None:
             close()
-        metrics = compute_metrics(result.rows, tasks, WRITE_TOOLS)
+        metrics = compute_metrics(result.rows, tasks, env.write_tools)
+        title = f"officegym pipeline, {name}: {spec}" + ("" if self.takes_world else f" on {self.env_name}")
         try:
-            write_report(out, metrics, result.rows, title=f"officegym pipeline, {name}: {spec}")
+            write_report(out, metrics, result.rows, title=title)
         except Exception as exc:  # the stage's own report is a nicety; its metrics are what the pipeline needs
             self.say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
-        self.say(f"{name}: accuracy {metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
+        low, high = metrics["mean_reward_ci95"]
+        self.say(f"{name}: mean reward {metrics['mean_reward']:.3f} [{low:.3f}, {high:.3f}], fully right "
+                 f"{metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
         return metrics
+
+    def _baselines(self) -> None:
+        """Each baseline policy on the same tasks as the models' evaluations (RUN/baselines/NAME)."""
+        for spec in self.baseline_specs():
+            if (self.baseline_dir(spec) / "metrics.json").exists():
+                continue
+            self.evaluate(f"baseline {spec}", spec, out=self.baseline_dir(spec))
 
     def _bfcl(self, stage: str, policy: Any, label: str) -> None:
         """The config's BFCL subset for the model this stage evaluates, into RUN/bfcl_<stage>."""
@@ -230,13 +375,32 @@ class Pipeline:
 
     def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
         return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
-                "world": str(self.world_dir), "tools": self.cfg.tasks.tools}
+                "env": self.env_name, "world": str(self.world_dir) if self.takes_world else None,
+                "tools": self.cfg.tasks.tools}
+
+    def _oracle_data(self) -> Path:
+        """The oracle's rollouts on the train split (RUN/sft_data/rollouts.jsonl; resumable): each task
+        played turn by turn as it plans (`oracle_turns`), then a closing message, so SFT sees every
+        lookup's output before the answer that uses it. Rollouts below the full reward are left to
+        SFT's min_reward, which drops them (counted in its log)."""
+        from officegym.agent.scripted import plan_turns
+
+        tasks = self._split_tasks("train", "sft")
+        turns = max(len(plan_turns(len(t.ground_truth), t.metadata.get("oracle_turns"))) for t in tasks)
+        metrics = self.evaluate("sft_data", "oracle", out=self.out / "sft_data", tasks=tasks, max_steps=turns + 1, k=1)
+        if metrics["accuracy"] < 1.0:
+            self.say(f"[yellow]sft_data: the oracle is fully right on {metrics['accuracy']:.1%} of the train tasks; "
+                     "SFT keeps only the rollouts that reach sft.min_reward[/]")
+        return self.out / "sft_data" / "rollouts.jsonl"
 
     def _sft(self) -> None:
         from officegym.train.config import SFTRunConfig
         from officegym.train.sft import train_sft
 
-        data = merge_sections(self.cfg.sft, {"out_dir": str(self.out / "sft"), "data": self._train_data()})
+        forced: dict[str, Any] = {"out_dir": str(self.out / "sft"), "data": self._train_data()}
+        if self.sft_source() == "oracle":
+            forced["sft"] = {"source": "rollouts", "rollouts": [str(self._oracle_data())]}
+        data = merge_sections(self.cfg.sft, forced)
         data.setdefault("model", {}).setdefault("name", self.cfg.model)
         cfg = build_config(SFTRunConfig, data)
         result = train_sft(cfg, self.console)
@@ -285,6 +449,13 @@ class Pipeline:
 
 def _policy_spec(model: str, backend: str) -> str:
     """The policy spec that evaluates `model` (a path, smollm2-135m or a spec) on `backend`."""
-    if ":" in model or model in ("oracle", "noop", "random"):
+    from officegym.agent.policies import ROLE_BASELINES, SCRIPTED
+
+    if ":" in model or model in SCRIPTED or model in ROLE_BASELINES:
         return model
     return f"{backend}:{model}"
+
+
+def baseline_folder(spec: str) -> str:
+    """The folder name of a baseline policy's evaluation (role-random:3 -> role-random_3)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in spec)

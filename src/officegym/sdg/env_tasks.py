@@ -24,6 +24,7 @@ class EnvTaskSet:
     difficulty: tuple[int, int] | None
     rows: dict[str, list[dict[str, Any]]]
     seconds: float
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
 
     @property
     def total(self) -> int:
@@ -31,22 +32,25 @@ class EnvTaskSet:
 
 
 def generate_env_tasks(environment: Any, n: int, seed: int, difficulty: tuple[int, int] | None = None,
-                       name: str | None = None) -> EnvTaskSet:
+                       name: str | None = None, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> EnvTaskSet:
     """`n` tasks from `environment.generate_tasks(n, seed, difficulty=...)` (no difficulty passed when
-    None: the environment's full range), each row put in the split its task id hashes to. `name`
-    (default: the environment's) is recorded as the set's environment. The generator's ValueError
-    or TypeError (a bad option) propagates."""
+    None: the environment's full range), each row put in the split its task id hashes to under the
+    train/validation/test `fractions`. `name` (default: the environment's) is recorded as the set's
+    environment. The generator's ValueError or TypeError (a bad option) propagates, and so does a
+    ValueError for fractions that are negative or do not sum to 1."""
+    if any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-9:
+        raise ValueError(f"split fractions must be >= 0 and sum to 1, got {tuple(fractions)}")
     start = time.perf_counter()
     tasks = environment.generate_tasks(n, seed, **({"difficulty": difficulty} if difficulty is not None else {}))
     seconds = time.perf_counter() - start
-    plan = SplitPlan()
+    plan = SplitPlan(tuple(fractions))
     rows: dict[str, list[dict[str, Any]]] = {k: [] for k in SPLITS}
     for t in tasks:
         split = plan.assign(str(t.id), "", "")
         row = t.to_row()
         row["split"] = split
         rows[split].append(row)
-    return EnvTaskSet(name or environment.name, seed, difficulty, rows, seconds)
+    return EnvTaskSet(name or environment.name, seed, difficulty, rows, seconds, tuple(fractions))
 
 
 def write_env_tasks(task_set: EnvTaskSet, out: Path) -> Path:
@@ -57,6 +61,7 @@ def write_env_tasks(task_set: EnvTaskSet, out: Path) -> Path:
         write_jsonl(out / f"{split}.jsonl", task_set.rows[split])
     record = {"env": task_set.env, "n": task_set.total, "seed": task_set.seed,
               "difficulty": list(task_set.difficulty) if task_set.difficulty is not None else [1, 10],
-              "splits": {k: len(v) for k, v in task_set.rows.items()}, "seconds": round(task_set.seconds, 3)}
+              "fractions": list(task_set.fractions), "splits": {k: len(v) for k, v in task_set.rows.items()},
+              "seconds": round(task_set.seconds, 3)}
     atomic_write(out / "generation.json", json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n")
     return out
