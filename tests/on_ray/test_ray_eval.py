@@ -164,3 +164,13 @@ def test_a_fleet_the_cluster_cannot_place_or_whose_policy_cannot_run_is_refused(
     unreachable = PolicySpec("openai:m", {"base_url": "http://127.0.0.1:9/v1", "timeout": 2.0})
     with pytest.raises(FleetSetupError, match="cannot reach the model server"):
         RolloutFleet.start(unreachable, RayOptions(workers=1))
+
+
+def test_an_address_where_nothing_answers_is_a_clear_error_at_once():
+    """Ray itself retries a dead address for minutes; officegym eval --ray-address says so in seconds."""
+    from officegym.agent.ray_cluster import RayUnavailableError, _reachable
+
+    with pytest.raises(RayUnavailableError, match=r"no Ray cluster answers at 127\.0\.0\.1:1 "):
+        _reachable("127.0.0.1:1", timeout=2)
+    with pytest.raises(RayUnavailableError, match="HOST:PORT"):
+        _reachable("not-an-address")

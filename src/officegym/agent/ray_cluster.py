@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,11 +77,31 @@ def connect(address: str | None = None, num_cpus: int | None = None, object_stor
         elif address.startswith("ray://"):  # Ray Client takes no logging options
             ray.init(address=address)
         else:
+            if address != "auto":
+                host = _reachable(address)
+                if host in ("127.0.0.1", "localhost", "::1"):
+                    loopback_only(ray)  # else Ray swaps the loopback for this machine's outward address
             ray.init(address=address, logging_level=logging.WARNING)
+    except RayUnavailableError:
+        raise
     except Exception as exc:  # Ray raises plain Exception when its processes do not come up in time
         what = "start a local Ray cluster" if local else f"join the Ray cluster at {address}"
         raise RayUnavailableError(f"cannot {what}: {exc}") from None
     return Cluster(None if local else address, owned=True)
+
+
+def _reachable(address: str, timeout: float = 10.0) -> str:
+    """The host of HOST:PORT once something answers there; RayUnavailableError else (Ray itself
+    would retry for minutes before saying so)."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise RayUnavailableError(f"a Ray address is auto, HOST:PORT or ray://HOST:PORT, not {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayUnavailableError(f"no Ray cluster answers at {address} ({exc})") from None
+    return host
 
 
 def loopback_only(ray: Any) -> None:
