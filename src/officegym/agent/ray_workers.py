@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from officegym.agent.batching import Batcher
 from officegym.agent.loop import LoopConfig, rollout, submitter
+from officegym.agent.timed import TimedEnvironment, TimedReward
 from officegym.core import registry
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
@@ -181,40 +182,6 @@ class EnginePolicy:
         return ray.get(self.engine.complete.remote(requests, params, max_new_tokens))
 
 
-class _TimedEnvironment:
-    """The run's environment with verify time counted apart (the trainer reports scoring time)."""
-
-    def __init__(self, env: Any, worker: RolloutWorker):
-        self.env = env
-        self.worker = worker
-
-    def tools(self, task: Task | None = None) -> Any:
-        return self.env.tools(task)
-
-    def session(self, task: Task | None = None) -> Any:
-        return self.env.session(task)
-
-    def verify(self, task: Task, calls: Any, mode: str | None = None) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.env.verify(task, calls, mode)
-        finally:
-            self.worker.counters["verify_seconds"] += time.perf_counter() - t0
-
-
-class _TimedReward:
-    def __init__(self, fn: Any, worker: RolloutWorker):
-        self.fn = fn
-        self.worker = worker
-
-    def __call__(self, task: Task, traj: Trajectory, verdict: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.fn(task, traj, verdict)
-        finally:
-            self.worker.counters["reward_seconds"] += time.perf_counter() - t0
-
-
 @dataclass
 class _Run:
     setup: RunSetup
@@ -281,12 +248,16 @@ class RolloutWorker:
         if not isinstance(pack, RunPack):
             pack = await pack  # the ObjectRef
         setup = pack.setup
-        env = _TimedEnvironment(self.environment(setup.env), self)
-        reward_fn = _TimedReward(setup.reward_fn, self) if setup.reward_fn is not None else None
+        env = TimedEnvironment(self.environment(setup.env), partial(self._count, "verify_seconds"))
+        reward_fn = (TimedReward(setup.reward_fn, partial(self._count, "reward_seconds"))
+                     if setup.reward_fn is not None else None)
         policy = setup.wrap(self.policy) if setup.wrap is not None else self.policy
         name = getattr(policy, "name", type(policy).__name__)
         submit, batcher = submitter(policy, setup.config.params, setup.max_batch)  # as run_rollouts does
         return _Run(setup, pack.tasks, env, reward_fn, submit, name, batcher)
+
+    def _count(self, key: str, seconds: float) -> None:
+        self.counters[key] += seconds
 
     async def end_run(self, run_id: str) -> None:
         pending = self.runs.pop(run_id, None)

@@ -56,7 +56,7 @@ from officegym.envs.roles.council import (
     score_council,
 )
 from officegym.envs.roles.council_episode import act, seat_specs
-from officegym.review.replay import CorrectionCheck, CorrectionError, replay
+from officegym.review.replay import CorrectionCheck, CorrectionError, replay_cleanly
 from officegym.review.roles import Found, escalation_findings, margin_notes, verdict_sentence
 
 if TYPE_CHECKING:
@@ -405,10 +405,7 @@ def check_council_correction(env: Environment, task: Task, row: dict[str, Any], 
     if len(calls) != 1 or calls[0].name not in (COMMIT, ESCALATE):
         raise CorrectionError(USAGE)
     plan = mediator_plan(calls[0], proposals_of(row, task, env))
-    _, results = replay(env, task, plan)
-    for i, r in enumerate(results, 1):
-        if not r.ok:
-            raise CorrectionError(f"call {i} ({r.call.name}) failed on replay ({r.status}): {r.output}")
+    results = replay_cleanly(env, task, plan)
     verdict = env.verify(task, plan, mode)
     if not verdict.matched:
         raise CorrectionError(f"the council's verifier does not accept this decision ({verdict_sentence(verdict)}); if "

@@ -220,6 +220,15 @@ def parse_calls_text(text: str) -> list[ToolCall]:
     return calls
 
 
+def replay_cleanly(env: Environment, task: Task, calls: Sequence[ToolCall]) -> list[ToolExecution]:
+    """Replay a correction's calls; CorrectionError (with the tool's own error text) when one fails."""
+    _, results = replay(env, task, calls)
+    for i, r in enumerate(results, 1):
+        if not r.ok:
+            raise CorrectionError(f"call {i} ({r.call.name}) failed on replay ({r.status}): {r.output}")
+    return results
+
+
 def check_correction(
     env: Environment, task: Task, calls: Sequence[ToolCall], rollout_calls: Sequence[ToolCall] = (), mode: str | None = None
 ) -> CorrectionCheck:
@@ -229,10 +238,7 @@ def check_correction(
     the calls do not verify against themselves. Otherwise returns the replay and the reviewed
     rollout's verdict against the corrected truth.
     """
-    _, results = replay(env, task, calls)
-    for i, r in enumerate(results, 1):
-        if not r.ok:
-            raise CorrectionError(f"call {i} ({r.call.name}) failed on replay ({r.status}): {r.output}")
+    results = replay_cleanly(env, task, calls)
     corrected = with_ground_truth(task, calls)
     self_verdict = env.verify(corrected, list(calls), mode)
     if not self_verdict.matched:

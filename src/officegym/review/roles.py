@@ -52,7 +52,7 @@ from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, Verdict
 from officegym.envs.roles.base import CLAIM_ABSOLUTE, CLAIM_RELATIVE, ESCALATE, RoleEnvironment
-from officegym.review.replay import CorrectionCheck, CorrectionError, replay
+from officegym.review.replay import CorrectionCheck, CorrectionError, replay_cleanly
 
 if TYPE_CHECKING:
     from officegym.review.flag import FlagConfig
@@ -246,10 +246,7 @@ def check_role_correction(env: Environment, task: Task, row: dict[str, Any], cal
     else:
         reads = list(calls[:-1])
     plan = [*reads, calls[-1]]
-    _, results = replay(env, task, plan)
-    for i, r in enumerate(results, 1):
-        if not r.ok:
-            raise CorrectionError(f"call {i} ({r.call.name}) failed on replay ({r.status}): {r.output}")
+    results = replay_cleanly(env, task, plan)
     verdict = env.verify(task, plan, mode)
     if not verdict.matched:
         raise CorrectionError(f"the verifier does not accept the corrected answer ({verdict_sentence(verdict)}); if you "

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.agent.timed import TimedEnvironment, TimedReward
 from officegym.core.policy import SamplingParams
 from officegym.core.rollout_row import officegym_of, rollout_row
 from officegym.core.task import Task
@@ -22,42 +23,6 @@ from officegym.train.runtime import EpisodeBudget
 from officegym.train.tracking import truncate_jsonl
 
 ROLLOUTS = "rollouts.jsonl"
-
-
-class TimedEnvironment:
-    """An environment whose verify calls are timed apart (scoring) from sessions and tool calls."""
-
-    def __init__(self, env: Any):
-        self.env = env
-        self.name = env.name
-        self.write_tools = getattr(env, "write_tools", None)
-        self.verify_seconds = 0.0
-
-    def tools(self, task: Task | None = None) -> Any:
-        return self.env.tools(task)
-
-    def session(self, task: Task | None = None) -> Any:
-        return self.env.session(task)
-
-    def verify(self, task: Task, calls: Any, mode: str | None = None) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.env.verify(task, calls, mode)
-        finally:
-            self.verify_seconds += time.perf_counter() - t0
-
-
-class TimedReward:
-    def __init__(self, fn: Any):
-        self.fn = fn
-        self.seconds = 0.0
-
-    def __call__(self, task: Task, traj: Trajectory, verdict: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.fn(task, traj, verdict)
-        finally:
-            self.seconds += time.perf_counter() - t0
 
 
 def make_reward_fn(spec: Any, env: Any, invalid_call_penalty: float = 0.0) -> Any:
