@@ -64,34 +64,9 @@ class Task:
         items leaves the row alone; the items themselves (messages, tool schemas, metadata values,
         ground-truth arguments given as objects) are the row's, and nothing changes them in place.
         A deep copy here was most of `officegym verify`'s time per rollout (27 tool schemas a row)."""
-        if not isinstance(row, dict):
-            raise TaskFormatError(f"a task row must be a JSON object, got {type(row).__name__}")
-        rcp = row.get("responses_create_params") or {}
-        if not isinstance(rcp, dict):
-            raise TaskFormatError("responses_create_params must be an object")
-        raw_input = rcp.get("input", [])
-        if isinstance(raw_input, str):
-            messages = [{"role": "user", "content": raw_input}]
-        elif isinstance(raw_input, list):
-            messages = list(raw_input)
-        else:
-            raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.input must be a string or a list")
-        tools = rcp.get("tools") or []
-        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-            raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.tools must be a list of objects")
-        gt = row.get("ground_truth", [])
-        if "ground_truth" not in row and isinstance(row.get("verifier_metadata"), dict):
-            # NeMo Gym's prepare.py nests the ground truth; accept both layouts.
-            gt = row["verifier_metadata"].get("ground_truth", [])
-        calls: list[ToolCall] = []
-        gt_raw = None
-        if isinstance(gt, list):
-            try:
-                calls = [parse_tool_call(item) for item in gt]
-            except ToolCallParseError as exc:
-                raise TaskFormatError(f"task {row.get('id')!r}: bad ground truth: {exc}") from exc
-        else:
-            gt_raw = gt
+        rcp, raw_input, tools = task_parts(row)
+        messages = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else list(raw_input)
+        calls, gt_raw = ground_truth_of(row)
         return cls(
             id=row.get("id"),
             input=messages,
@@ -242,6 +217,37 @@ class RowDecoder:
 
 _msgspec_decode = msgspec.json.Decoder().decode
 _MsgspecError = msgspec.DecodeError
+
+
+def task_parts(row: Any) -> tuple[dict[str, Any], Any, list[Any]]:
+    """A task row's responses_create_params, its input (a string or a list) and its tools, checked:
+    TaskFormatError says what is wrong."""
+    if not isinstance(row, dict):
+        raise TaskFormatError(f"a task row must be a JSON object, got {type(row).__name__}")
+    rcp = row.get("responses_create_params") or {}
+    if not isinstance(rcp, dict):
+        raise TaskFormatError("responses_create_params must be an object")
+    raw_input = rcp.get("input", [])
+    if not isinstance(raw_input, str | list):
+        raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.input must be a string or a list")
+    tools = rcp.get("tools") or []
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise TaskFormatError(f"task {row.get('id')!r}: responses_create_params.tools must be a list of objects")
+    return rcp, raw_input, tools
+
+
+def ground_truth_of(row: dict[str, Any]) -> tuple[list[ToolCall], Any]:
+    """A task row's ground-truth calls, and the raw value when it is not a list (then no calls).
+    NeMo Gym's prepare.py nests it under verifier_metadata; both layouts are read."""
+    gt = row.get("ground_truth", [])
+    if "ground_truth" not in row and isinstance(row.get("verifier_metadata"), dict):
+        gt = row["verifier_metadata"].get("ground_truth", [])
+    if not isinstance(gt, list):
+        return [], gt
+    try:
+        return [parse_tool_call(item) for item in gt], None
+    except ToolCallParseError as exc:
+        raise TaskFormatError(f"task {row.get('id')!r}: bad ground truth: {exc}") from exc
 
 
 def loads(text: str) -> Any:
