@@ -29,14 +29,15 @@ def _write_json(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-def seat_policies(specs: Mapping[str, str], max_rounds: int, make_model: Callable[[str, str], Policy]) -> dict[str, Policy]:
-    """A policy per seat from {seat: spec} (seats left out are scripted): scripted ones built for
-    their seat, model ones made by `make_model(seat, spec)` once per spec and shared by the seats
-    naming it (so their requests are batched together). A spec that cannot sit at its seat raises
-    CouncilRunError."""
+def seat_policies(specs: Mapping[str, str], max_rounds: int, make_model: Callable[[str, str], Policy],
+                  seats: Sequence[str] = SEATS) -> dict[str, Policy]:
+    """A policy for each of `seats` from {seat: spec} (seats left out are scripted): scripted ones
+    built for their seat, model ones made by `make_model(seat, spec)` once per spec and shared by the
+    seats naming it (so their requests are batched together). A spec that cannot sit at its seat
+    raises CouncilRunError."""
     models: dict[str, Policy] = {}
     out: dict[str, Policy] = {}
-    for seat in SEATS:
+    for seat in seats:
         spec = specs.get(seat, "scripted")
         made = scripted_seat(seat, spec, max_rounds)
         if made is None:

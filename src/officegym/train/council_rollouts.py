@@ -13,12 +13,11 @@ same scenario, so GRPO's group baseline compares councils.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from officegym.agent.council import CouncilConfig, CouncilOutcome, Seating, play_council
-from officegym.agent.council_seats import scripted_seat
+from officegym.agent.council_run import CouncilRunError, seat_policies
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
@@ -32,7 +31,8 @@ class CouncilSetupError(ValueError):
 def fixed_seats(trained: Sequence[str], others: Mapping[str, str], max_rounds: int,
                 make_model: Any = None) -> dict[str, Policy]:
     """The policies of the seats not trained: scripted by default, else the spec `others` names
-    (a scripted name, or a model spec built by `make_model(spec)`, once per spec)."""
+    (built as `officegym council` builds its seats: agent/council_run.seat_policies; a model spec by
+    `make_model(spec)`, once per spec)."""
     unknown = sorted((set(trained) | set(others)) - set(SEATS))
     if unknown:
         raise CouncilSetupError(f"unknown seat(s) {', '.join(unknown)}; the seats are {', '.join(SEATS)}")
@@ -41,21 +41,17 @@ def fixed_seats(trained: Sequence[str], others: Mapping[str, str], max_rounds: i
     both = sorted(set(trained) & set(others))
     if both:
         raise CouncilSetupError(f"seat(s) {', '.join(both)} are trained and also given a fixed policy")
-    out: dict[str, Policy] = {}
-    models: dict[str, Policy] = {}
-    for seat in SEATS:
-        if seat in trained:
-            continue
-        spec = others.get(seat, "scripted")
-        made = scripted_seat(seat, spec, max_rounds)
-        if made is None:
-            if make_model is None or spec.partition(":")[0] in ("silent", "role-random"):
-                raise CouncilSetupError(f"{spec!r} cannot sit at {seat}")
-            if spec not in models:
-                models[spec] = make_model(spec)
-            made = models[spec]
-        out[seat] = made
-    return out
+
+    def model(seat: str, spec: str) -> Policy:
+        if make_model is None:
+            raise CouncilSetupError(f"{spec!r} cannot sit at {seat}: only scripted seats here")
+        return make_model(spec)
+
+    fixed = {seat: others.get(seat, "scripted") for seat in SEATS if seat not in trained}
+    try:
+        return seat_policies(fixed, max_rounds, model, seats=tuple(fixed))
+    except CouncilRunError as exc:
+        raise CouncilSetupError(str(exc)) from None
 
 
 def play_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Policy, trained: Sequence[str],
@@ -114,17 +110,4 @@ def council_metrics(outcomes: Sequence[CouncilOutcome], trained: Sequence[str], 
     return out
 
 
-def timed_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, trained: Sequence[str],
-                   fixed: Mapping[str, Policy], params: SamplingParams, max_rounds: int,
-                   reward_fn: Any = None) -> tuple[list[Trajectory], list[CouncilOutcome], float, float]:
-    """`play_councils`, with its wall time and the trained policy's generation time."""
-    stats = getattr(policy, "stats", None) or getattr(getattr(policy, "inner", None), "stats", None) or {}
-    before = float(stats.get("seconds", 0.0))
-    t0 = time.perf_counter()
-    trajs, outcomes = play_councils(env, jobs, policy, trained, fixed, params, max_rounds, reward_fn)
-    wall = time.perf_counter() - t0
-    generation = float(stats.get("seconds", 0.0)) - before if stats else wall
-    return trajs, outcomes, wall, generation
-
-
-__all__ = ["CouncilSetupError", "council_metrics", "fixed_seats", "play_councils", "timed_councils"]
+__all__ = ["CouncilSetupError", "council_metrics", "fixed_seats", "play_councils"]

@@ -66,7 +66,7 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
         return _collect_on_ray(policy, jobs, cfg, temperature, reward_fn, on_done, validation, cap)
     council = getattr(cfg, "council", None)
     if council is not None:
-        return _collect_councils(env, jobs, EpisodeBudget(policy, cap), cfg, temperature, reward_fn, validation)
+        return _collect_councils(env, jobs, policy, cfg, temperature, reward_fn, validation, cap)
     budget = EpisodeBudget(policy, cap)
     stats = getattr(policy, "stats", {})
     gen_before = float(stats.get("seconds", 0.0))
@@ -84,17 +84,22 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
 
 
 def _collect_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: Any, temperature: float,
-                      reward_fn: Any, validation: bool) -> RolloutBatch:
+                      reward_fn: Any, validation: bool, cap: int | None) -> RolloutBatch:
     """`collect` for multi-agent training (cfg.council): one council per job, the trained seats'
     trajectories in job order (train/council_rollouts.py), the councils' figures as metrics."""
     from officegym.agent.policies import make_policy
-    from officegym.train.council_rollouts import council_metrics, fixed_seats, timed_councils
+    from officegym.train.council_rollouts import council_metrics, fixed_seats, play_councils
 
     c = cfg.council
     fixed = fixed_seats(c.train_seats, c.seats, c.max_rounds, make_model=make_policy)
     params = loop_config(cfg, temperature, validation=validation).params
-    trajs, outcomes, wall, generation = timed_councils(env, jobs, policy, c.train_seats, fixed, params,
-                                                       c.max_rounds, reward_fn)
+    stats = getattr(policy, "stats", {})
+    gen_before = float(stats.get("seconds", 0.0))
+    t0 = time.perf_counter()
+    trajs, outcomes = play_councils(env, jobs, EpisodeBudget(policy, cap), c.train_seats, fixed, params, c.max_rounds,
+                                    reward_fn)
+    wall = time.perf_counter() - t0
+    generation = float(stats.get("seconds", 0.0)) - gen_before if stats else wall
     sampled = sum(t.completion_tokens for tr in trajs for t in tr.turns)
     env_seconds = max(0.0, wall - generation)
     return RolloutBatch(trajs, wall, generation, env_seconds, 0.0, sampled,
