@@ -78,3 +78,25 @@ def tiny_world():
     )
     directory = ("ana.lee@acme.com", "bo.kim@acme.com", "cy.ortiz@acme.com")
     return build_world("tiny", tables, directory, analytics)
+
+
+@pytest.fixture(scope="session")
+def fake_openai_module():
+    """tests/agent/fake_openai.py (a scripted OpenAI-compatible server on 127.0.0.1), loaded once."""
+    from importlib import util
+
+    pytest.importorskip("uvicorn")
+    spec = util.spec_from_file_location("fake_openai", REPO / "tests" / "agent" / "fake_openai.py")
+    mod = util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def tiny_world_dir(tmp_path_factory) -> Path:
+    """A small generated world on disk (the workplace environment loads worlds from folders)."""
+    from officegym.envs.workplace.generate import generate_world, write_world
+
+    path = tmp_path_factory.mktemp("world") / "w"
+    write_world(generate_world(1, "small"), path, overwrite=True)
+    return path

@@ -139,15 +139,8 @@ def test_unknown_policy_spec():
 # -- a fake OpenAI-compatible server --------------------------------------------------------------
 
 @pytest.fixture
-def fake_server():
-    from importlib import util
-    from pathlib import Path
-
-    pytest.importorskip("uvicorn")
-    spec = util.spec_from_file_location("fake_openai", Path(__file__).with_name("fake_openai.py"))
-    mod = util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def fake_server(fake_openai_module):
+    return fake_openai_module
 
 
 def test_openai_chat_tool_calls_round_trip(env, tasks, fake_server):

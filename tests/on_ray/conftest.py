@@ -32,12 +32,8 @@ def by_value(request):
 
 
 @pytest.fixture(scope="session")
-def world_dir(tmp_path_factory) -> Path:
-    from officegym.envs.workplace.generate import generate_world, write_world
-
-    path = tmp_path_factory.mktemp("ray-world") / "w"
-    write_world(generate_world(1, "small"), path, overwrite=True)
-    return path
+def world_dir(tiny_world_dir) -> Path:
+    return tiny_world_dir
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,6 @@ the trajectories the single-process teacher does."""
 from __future__ import annotations
 
 import json
-from importlib import util
-from pathlib import Path
 
 import pytest
 
@@ -19,13 +17,8 @@ from officegym.sdg.workplace import WorkplaceSource
 
 
 @pytest.fixture(scope="module")
-def fake():
-    pytest.importorskip("uvicorn")
-    path = Path(__file__).resolve().parents[1] / "agent" / "fake_openai.py"
-    spec = util.spec_from_file_location("fake_openai_for_ray", path)
-    mod = util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def fake(fake_openai_module):
+    return fake_openai_module
 
 
 def test_the_teacher_on_ray_keeps_what_the_single_process_teacher_keeps(fake, tmp_path, ray_cluster):

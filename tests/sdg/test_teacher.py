@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib import util
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +14,8 @@ from officegym.sdg.workplace import WorkplaceSource
 
 
 @pytest.fixture
-def fake():
-    pytest.importorskip("uvicorn")
-    path = Path(__file__).resolve().parents[1] / "agent" / "fake_openai.py"
-    spec = util.spec_from_file_location("fake_openai", path)
-    mod = util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def fake(fake_openai_module):
+    return fake_openai_module
 
 
 def test_fact_preservation():

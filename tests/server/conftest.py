@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from importlib import util
-from pathlib import Path
 
 import pytest
 
@@ -116,9 +114,5 @@ def live_tiny(tiny_world):
 
 
 @pytest.fixture(scope="session")
-def fake_openai():
-    """tests/agent/fake_openai.py: a scripted OpenAI-compatible server on 127.0.0.1."""
-    spec = util.spec_from_file_location("fake_openai", Path(__file__).parents[1] / "agent" / "fake_openai.py")
-    mod = util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def fake_openai(fake_openai_module):
+    return fake_openai_module

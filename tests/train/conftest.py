@@ -94,16 +94,6 @@ def workplace_tasks(tmp_path_factory, tiny_world_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_world_dir(tmp_path_factory) -> Path:
-    """A small generated world on disk (the workplace environment loads worlds from folders)."""
-    from officegym.envs.workplace.generate import generate_world, write_world
-
-    path = tmp_path_factory.mktemp("world") / "w"
-    write_world(generate_world(1, "small"), path, overwrite=True)
-    return path
-
-
-@pytest.fixture(scope="session")
 def toy_tasks(tmp_path_factory) -> Path:
     from officegym.core.task import write_jsonl
     from officegym.train import toy
