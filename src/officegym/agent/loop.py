@@ -137,7 +137,10 @@ async def play(
                 convs[seat].append({"role": "user", "content": news})
             turn_index = len(trajs[seat].turns)
             requests.append(PolicyRequest(list(convs[seat]), tools[seat], task, turn_index, previous[seat]))
-        completions = await asyncio.gather(*(submit[seat](r) for seat, r in zip(group, requests)))
+        if len(group) == 1:  # one seat (every single-agent turn): no task to gather
+            completions = [await submit[group[0]](requests[0])]
+        else:
+            completions = await asyncio.gather(*(submit[seat](r) for seat, r in zip(group, requests)))
         for seat, completion in zip(group, completions):
             previous[seat] = completion
             env_seconds += await _take_turn(episode, seat, completion, trajs[seat], convs[seat], used_ids[seat], config)
