@@ -9,7 +9,7 @@ from typing import Any
 from officegym.core.protocols import Environment
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.types import ToolCall
-from officegym.review import council, roles, views
+from officegym.review import council, council_view, roles, views
 from officegym.review.replay import CorrectionCheck, CorrectionError, check_correction, parse_calls_text
 from officegym.review.rows import RolloutRef
 from officegym.review.store import ACTIONS, REJECT_REASONS, Store
@@ -74,7 +74,7 @@ def correction_text(envs: Environments, item: dict[str, Any]) -> str:
     except (ActionError, CorrectionError):
         return views.ground_truth_text(item["row"])
     if council.is_council_env(env):
-        return council.decision_text(item["row"], task, env)
+        return council_view.decision_text(item["row"], task, env)
     if roles.is_role_env(env):
         return roles.answer_text(item["row"], task, frozenset(env.write_tools or ()))
     return views.ground_truth_text(item["row"])

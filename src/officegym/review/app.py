@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
-from officegym.review import council, views
+from officegym.review import council_view, views
 from officegym.review.actions import ActionError, apply_action, correction_text, item_env, item_task
 from officegym.review.export import EXPORT_FILES, build_export
 from officegym.review.flag import REASONS
@@ -167,7 +167,7 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
             env = None  # no environment: the page shows what the row holds
         decisions = store.decisions(item_id)
         corrections = [d for d in decisions if d["action"] == "correct" and d["payload"]]
-        council_part = council.council_view(row, task, env)
+        council_part = council_view.council_view(row, task, env)
         graded = views.graded_view(row)
         kind = "council" if council_part is not None else ("role" if graded is not None else "workplace")
         calls_value = extra.pop("calls_text", None)

@@ -47,7 +47,7 @@ from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
 from officegym.envs.roles.base import ESCALATE
 from officegym.envs.roles.council import COMMIT
-from officegym.review import council
+from officegym.review import council, council_view
 from officegym.review.actions import item_mode, item_ref, item_task
 from officegym.review.replay import oracle_calls, replay, with_ground_truth
 from officegym.review.store import REJECT_REASONS, Store
@@ -299,7 +299,7 @@ def _seat_conversations(item: dict[str, Any], task: Task, kind: str) -> list[dic
     return [{"messages": messages, "tools": tools,
              "metadata": {"task_id": task.id, "source": f"review:{kind}", "item": item["key"], "seat": seat,
                           "human_gold": True}}
-            for seat, messages, tools in council.seat_conversations(item["row"])]
+            for seat, messages, tools in council_view.seat_conversations(item["row"])]
 
 
 def _gold_rollout(env: Environment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
@@ -464,7 +464,7 @@ def check_cases(path: str | os.PathLike[str], envs: Environments | None = None) 
 
 
 def _transcript(row: dict[str, Any]) -> str:
-    told = council.transcript(row)
+    told = council_view.transcript(row)
     if told is not None:
         return told
     lines = []
