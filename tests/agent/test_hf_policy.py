@@ -462,3 +462,88 @@ def test_identical_prompts_share_one_batch(tiny_dir):
     prompts = {i: fresh.prompt_ids(_request(USERS[i % 2])) for i in range(8)}
     chunks = fresh._chunks(sorted(prompts, key=lambda i: prompts[i]), prompts)
     assert [len(c) for c in chunks] == [8]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The conversation cache: a turn prefills its new tokens only
+
+
+def _three_turns(policy: HFPolicy, users: list[str], params: SamplingParams) -> list[list[Completion]]:
+    """Three turns of each conversation, batched as the agent loop batches them."""
+    requests = [_request(u) for u in users]
+    turns = [policy.complete_sync(requests, params)]
+    for output in ("Email sent successfully.", "No such person."):
+        requests = [_next_request(r, c, output) for r, c in zip(requests, turns[-1])]
+        turns.append(policy.complete_sync(requests, params))
+    return turns
+
+
+def test_later_turns_reuse_the_conversation_and_generate_the_same(tiny_dir):
+    params = SamplingParams(temperature=0.0, max_new_tokens=10)
+    users = USERS[:3] * 2
+    plain = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8, conversation_cache_mb=0)
+    kept = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8)
+    want, got = _three_turns(plain, users, params), _three_turns(kept, users, params)
+    assert plain.stats["conversation_reused_tokens"] == 0 and not plain._conversations.entries
+    # Turns 1 and 2 ran only their scaffolding (and the end-of-turn token if one was sampled).
+    assert kept.stats["conversation_reused_tokens"] > 0
+    assert kept.stats["prefill_tokens"] < plain.stats["prefill_tokens"]
+    for turn_want, turn_got in zip(want, got):
+        for w, g in zip(turn_want, turn_got):
+            assert g.prompt_ids == w.prompt_ids and g.completion_ids == w.completion_ids
+            assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-4)
+    for c in got[-1]:  # the loaded keys/values are those a plain forward pass computes
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(kept, c, 1.0), atol=1e-4)
+
+
+def test_sampled_turns_keep_exact_logprobs_with_the_conversation_cache(tiny_dir):
+    kept = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=4)
+    turns = _three_turns(kept, [USERS[0]] * 4, SamplingParams(temperature=1.0, max_new_tokens=12, seed=3))
+    assert kept.stats["conversation_reused_tokens"] > 0
+    for c in turns[1] + turns[2]:
+        assert c.error is None
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(kept, c, 1.0), atol=1e-4)
+
+
+def test_a_batch_mixing_new_and_continued_conversations(tiny_dir):
+    """A first turn and later turns in one call: the new row prefills whole, the others their tail."""
+    params = SamplingParams(temperature=0.0, max_new_tokens=8)
+    plain = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8, conversation_cache_mb=0)
+    kept = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8)
+    outs = []
+    for policy in (plain, kept):
+        first = [_request(u) for u in USERS[:2]]
+        turn0 = policy.complete_sync(first, params)
+        mixed = [_next_request(r, c) for r, c in zip(first, turn0)] + [_request(USERS[2])]
+        outs.append(policy.complete_sync(mixed, params))
+    assert kept.stats["conversation_reused_tokens"] > 0
+    for w, g in zip(*outs):
+        assert g.completion_ids == w.completion_ids
+        assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-4)
+
+
+def test_conversations_are_dropped_when_the_weights_change(tiny_dir):
+    params = SamplingParams(temperature=0.0, max_new_tokens=6)
+    kept = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=4)
+    first = [_request(u) for u in USERS[:2]]
+    turn0 = kept.complete_sync(first, params)
+    assert len(kept._conversations.entries) == 2
+    with torch.no_grad():  # a training step: parameters change in place
+        kept._model.model.layers[0].mlp.up_proj.weight.mul_(1.5)
+    turn1 = kept.complete_sync([_next_request(r, c) for r, c in zip(first, turn0)], params)
+    assert kept.stats["conversation_reused_tokens"] == 0  # the stale keys/values were not used
+    for c in turn1:
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(kept, c, 1.0), atol=1e-4)
+
+
+def test_the_conversation_cache_stays_within_its_budget(tiny_dir):
+    params = SamplingParams(temperature=0.0, max_new_tokens=6)
+    probe = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=4)
+    probe.complete_sync([_request(USERS[0])], params)
+    (one,) = probe._conversations.entries.values()
+    budget_mb = 2.5 * one.nbytes / 2**20  # room for two conversations like it, not four
+    small = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=4, conversation_cache_mb=budget_mb)
+    small.complete_sync([_request(u) for u in USERS], params)
+    assert 0 < len(small._conversations.entries) < 4
+    assert small._conversations.nbytes <= small._conversations.budget
+    assert small._conversations.nbytes == sum(e.nbytes for e in small._conversations.entries.values())

@@ -13,6 +13,10 @@ The loop, per batch of requests (sorted by prompt length, `batch_size` at a time
    The rest of each prompt follows, left-padded to the longest rest; padding therefore sits
    between the shared prefix and the rest, which the attention mask hides and the explicit
    position ids skip. Identical prompts (a GRPO group) share all but their last token.
+   A conversation's earlier turns are not run again: when a row's turn ends, the keys and values of
+   its prompt and completion are kept (agent/hf_conversations.py, within `conversation_cache_mb`),
+   and its next prompt, which extends them, loads them and prefills only its new tokens (the tool
+   results and the next generation prompt).
 2. Decode, one token per step for every row still running, into a preallocated KV cache written in
    place (a growing cache copies itself at every step, which made decoding 4x slower at 4k tokens).
    A row stops at an end-of-turn token (kept in its completion), at a `stop` string, or after
@@ -59,6 +63,7 @@ from officegym.agent.formats import (
     parse_text_tool_calls,
     render_chatml,
 )
+from officegym.agent.hf_conversations import DEFAULT_BUDGET_MB, ConversationCache
 from officegym.agent.models import (
     OFFICEGYM_TEMPLATE_NAME,
     ModelResolutionError,
@@ -122,11 +127,13 @@ class HFPolicy:
     generation (default: the model's context length). `chat_template`: auto (the model's own when
     it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model. `autocast_dtype`:
     run the forward passes under torch.autocast in that dtype (fp32 weights, e.g. a trainer's).
+    `conversation_cache_mb`: memory for the conversations' keys and values kept between turns
+    (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token).
     `HFPolicy.from_module` wraps a module a trainer owns instead of loading one.
     Nothing heavy happens until the first `complete` (or `load()`).
 
-    After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix,
-    completion) and seconds, and `warnings` lists chat-template problems met while building the token
+    After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix or
+    from the conversation's earlier turns, completion) and seconds, and `warnings` lists chat-template problems met while building the token
     ledger. The kept prefix costs memory (about 200 MB for SmolLM2's 4.5k-token workplace prefix in
     float32); `close()` frees it with the model.
     """
@@ -141,6 +148,7 @@ class HFPolicy:
         max_prompt_tokens: int | None = None,
         chat_template: str = "auto",
         autocast_dtype: str | None = None,
+        conversation_cache_mb: float = DEFAULT_BUDGET_MB,
     ):
         if device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
@@ -170,6 +178,7 @@ class HFPolicy:
             "prompt_tokens": 0,
             "prefill_tokens": 0,  # prompt tokens actually run (shared prefixes count once)
             "prefix_reused_tokens": 0,  # prompt tokens whose keys/values came from the previous call
+            "conversation_reused_tokens": 0,  # a conversation's earlier turns, kept from its last call
             "completion_tokens": 0,
             "seconds": 0.0,
             "load_seconds": 0.0,
@@ -193,6 +202,7 @@ class HFPolicy:
         # Recent shared prefixes, newest last: (weights version, ids, kv). A few are kept because a
         # batch of mixed tasks has one prefix per tool set, and every turn needs them again.
         self._prefixes: list[tuple[Any, list[int], list[tuple[Any, Any]]]] = []
+        self._conversations = ConversationCache(conversation_cache_mb)
 
     # -----------------------------------------------------------------------------------------------
     # Loading
@@ -264,6 +274,7 @@ class HFPolicy:
         self._device = device
         self.model_path = path
         self._prefixes = []
+        self._conversations.clear()
         self._setup_template()
         self._setup_tokens()
         self._context = getattr(model.config, "max_position_embeddings", None)
@@ -287,12 +298,14 @@ class HFPolicy:
         max_prompt_tokens: int | None = None,
         chat_template: str = "auto",
         autocast_dtype: str | None = None,
+        conversation_cache_mb: float = DEFAULT_BUDGET_MB,
     ) -> HFPolicy:
         """A policy that samples from a module someone else owns (a trainer's model): no copy and no
         weight sync, since generation reads the very parameters the optimiser updates. The prefix
         kept between calls is dropped whenever the weights change (see `_weights_version`)."""
         policy = cls(name, threads=threads, batch_size=batch_size, max_prompt_tokens=max_prompt_tokens,
-                     chat_template=chat_template, autocast_dtype=autocast_dtype)
+                     chat_template=chat_template, autocast_dtype=autocast_dtype,
+                     conversation_cache_mb=conversation_cache_mb)
         policy.name = name
         device = next(model.parameters()).device
         with policy._lock:
@@ -365,6 +378,7 @@ class HFPolicy:
             self._model = None
             self._tok = None
             self._prefixes = []
+            self._conversations.clear()
 
     async def preflight(self) -> str | None:
         """Load the model now; the reason it cannot be loaded, or None. A run checks this before its
@@ -711,6 +725,9 @@ class HFPolicy:
                 cache = self._cache_from([(k.expand(len(live), -1, -1, -1), v.expand(len(live), -1, -1, -1)) for k, v in kv], length)
             else:
                 cache = self._static_cache(length)
+            # A conversation's earlier turns come from the conversation cache: only the last `feed`
+            # columns (every row's new tokens, right-aligned) run through the model.
+            feed = self._load_conversations(cache, seqs, shared, width)
             input_ids = torch.full((len(live), width), self._pad_id, dtype=torch.long)
             mask = torch.zeros((len(live), shared + width), dtype=torch.long)
             positions = torch.zeros((len(live), width), dtype=torch.long)
@@ -720,10 +737,12 @@ class HFPolicy:
                 input_ids[b, width - n :] = torch.tensor(rest)
                 mask[b, shared + width - n :] = 1
                 positions[b, width - n :] = torch.arange(shared, shared + n)
-            input_ids, mask, positions = input_ids.to(dev), mask.to(dev), positions.to(dev)
-            self.stats["prefill_tokens"] += sum(len(r) for r in rests)
+            input_ids, mask, positions = input_ids[:, width - feed :].to(dev), mask.to(dev), positions[:, width - feed :].to(dev)
+            self.stats["prefill_tokens"] += sum(min(len(r), feed) for r in rests)
             self.stats["prompt_tokens"] += sum(len(s) for s in seqs)
             logits = self._forward(input_ids, mask, positions, cache)
+            # Where each live row's tokens start in the cache (its rest, then its completion).
+            starts = [shared + width - len(r) for r in rests]
             next_pos = torch.tensor([len(s) for s in seqs], device=dev)
             done = [False] * len(live)
             while True:
@@ -745,19 +764,67 @@ class HFPolicy:
                 if not keep:
                     break
                 if len(live) - len(keep) >= max(1, len(live) // 4):
-                    # Drop finished rows: copy the others into a smaller cache.
+                    # Drop finished rows: keep their conversations, copy the others into a smaller cache.
+                    self._keep_conversations(cache, [(rows[live[b]], starts[b], b) for b in range(len(live)) if done[b]], shared)
                     index = torch.tensor(keep, dtype=torch.long, device=dev)
                     used = mask.shape[1]
                     kv = [(layer.keys[index, :, :used], layer.values[index, :, :used]) for layer in cache.layers]
                     cache = self._cache_from(kv, length)
                     mask, next_pos, tokens = mask[index], next_pos[index], tokens[index]
                     live = [live[b] for b in keep]
+                    starts = [starts[b] for b in keep]
                     done = [False] * len(live)
                 mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=dev)], dim=1)
                 logits = self._forward(tokens[:, None], mask, next_pos[:, None], cache)
                 next_pos = next_pos + 1
+            self._keep_conversations(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
         self.stats["completion_tokens"] += sum(len(r.ids) for r in rows)
         return rows
+
+    def _load_conversations(self, cache: Any, seqs: list[list[int]], shared: int, width: int) -> int:
+        """Write the kept keys/values of each row's earlier turns into `cache` after the shared prefix
+        and return how many of the last columns still have to run (at least 1: every row's newest
+        token gives its logits). Rows shorter than that run whole; padding stays masked."""
+        torch = self._torch
+        self._conversations.at_version(self._weights_version())
+        if not self._conversations.enabled or not self._conversations.entries:
+            return width
+        found = [self._conversations.find(seq, shared) for seq in seqs]
+        feed = max(len(seq) - shared - covered for seq, (_, covered) in zip(seqs, found))
+        skip = width - feed
+        entries = self._conversations.take([key for key, _ in found])
+        if skip <= 0:
+            return width
+        layers = []
+        for k0, v0 in next(iter(entries.values())).kv:
+            keys = torch.zeros((len(seqs), k0.shape[0], skip, k0.shape[-1]), dtype=k0.dtype, device=k0.device)
+            values = torch.zeros((len(seqs), v0.shape[0], skip, v0.shape[-1]), dtype=v0.dtype, device=v0.device)
+            layers.append((keys, values))
+        reused = 0
+        for b, (seq, (key, _)) in enumerate(zip(seqs, found)):
+            n_old = len(seq) - shared - feed  # this row's tokens in the skipped columns
+            if key is None or n_old <= 0:
+                continue
+            entry = entries[key]
+            lo = shared - entry.start
+            for (keys, values), (k, v) in zip(layers, entry.kv):
+                keys[b, :, skip - n_old :] = k[:, lo : lo + n_old]
+                values[b, :, skip - n_old :] = v[:, lo : lo + n_old]
+            reused += n_old
+        for layer, (keys, values) in enumerate(layers):
+            cache.update(keys, values, layer)
+        self.stats["conversation_reused_tokens"] += reused
+        return feed
+
+    def _keep_conversations(self, cache: Any, finished: list[tuple[_Row, int, int]], shared: int) -> None:
+        """Store each finished row's keys/values after the shared prefix: its prompt and its completion
+        but the last token, which never ran through the model."""
+        if not self._conversations.enabled:
+            return
+        for row, start, b in finished:
+            end = start + len(row.prompt) - shared + len(row.ids) - 1
+            kv = [(layer.keys[b, :, start:end].clone(), layer.values[b, :, start:end].clone()) for layer in cache.layers]
+            self._conversations.put(row.prompt + row.ids[:-1], shared, kv)
 
     def _hit_stop_string(self, row: _Row, params: SamplingParams) -> bool:
         if not params.stop:
