@@ -88,9 +88,10 @@ def test_extra_and_repeated_reads_still_cost(role_tasks):
     env = registry.make("roles/cost")
     reward = ShapedReward(writes=env.write_tools)
     task = next(t for t in role_tasks["roles/cost"] if not t.metadata["infeasible"])
-    *lookups, answer = task.ground_truth
+    *lookups, answer = task.ground_truth  # the lookups (if any) and the bill of the plan, then the answer
     plan = answer.arguments["plan"]
-    extra = ToolCall("simulate_bill", {"plan": {w: o for w, o in plan.items()}})
+    first = next(iter(plan))
+    extra = ToolCall("simulate_bill", {"plan": {first: plan[first]}})  # not the oracle's own bill call
     clean = run(env, [task], Replay([lookups, [answer]]), reward)[0]
     padded = run(env, [task], Replay([[*lookups, lookups[0]], [answer], [extra]]), reward)[0]
     assert clean.reward == pytest.approx(reward.max_total)

@@ -99,9 +99,12 @@ def test_rows_round_trip_through_jsonl_and_still_verify(envs, name, tmp_path):
 def test_inline_levels_put_the_data_in_the_brief_and_need_no_lookup(envs):
     for name in ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost"):
         t = envs[name].generate_tasks(1, 3, difficulty=(1, 1))[0]
-        assert len(t.ground_truth) == 1 and t.metadata["template"].split("/")[-1] in ("inline", "escalate")
+        s = envs[name].scenario(t)
+        assert not s.lookups and t.metadata["template"].split("/")[-1] in ("inline", "escalate")
+        # at most the calculator on the answer's own plan before the answer
+        assert t.ground_truth == [*s.checks, s.answer] and len(s.checks) <= 1
         high = envs[name].generate_tasks(1, 3, difficulty=(9, 9))[0]
-        assert len(high.ground_truth) > 1
+        assert envs[name].scenario(high).lookups
 
 
 def test_reconcile_leaks_utilities_only_at_low_levels(envs):

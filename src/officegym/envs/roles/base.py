@@ -2,7 +2,8 @@
 
 A role environment is a seeded scenario generator plus read tools plus one final-answer tool (or
 `escalate`). The optimum or the labels are computed when the scenario is generated, so `verify`
-only recomputes the answer's own figures and compares. Tasks carry the scenario's seed and
+only recomputes the answer's own figures and compares. Where a role has a calculator tool, the
+ground truth calls it on the chosen plan before answering and claims exactly what it returned. Tasks carry the scenario's seed and
 difficulty in their metadata; `verify` and `session` rebuild the scenario from them (cached).
 """
 
@@ -60,10 +61,14 @@ class Scenario:
     answer: ToolCall
     template: str = ""
     content: dict[str, Any] | None = None  # what the dedup hash covers when it is more than `public`
+    # Calculator calls on the answer's own plan, made after the lookups: the answer claims exactly the
+    # figures they return, so the oracle's trajectory shows where every claimed figure comes from
+    # (a model imitating it copies a number instead of doing the arithmetic itself).
+    checks: tuple[ToolCall, ...] = ()
 
     @property
     def ground_truth(self) -> list[ToolCall]:
-        return [*self.lookups, self.answer]
+        return [*self.lookups, *self.checks, self.answer]
 
 
 @dataclass
@@ -233,9 +238,10 @@ class RoleEnvironment(BaseEnvironment):
         return self.grader(scenario, answer)
 
     def oracle_turns(self, scenario: Scenario) -> list[int]:
-        """How many ground-truth calls go in each turn when replayed turn by turn: the lookups, then
-        the answer (so that every lookup's output is seen before the answer uses it)."""
-        return [len(scenario.lookups), 1] if scenario.lookups else [1]
+        """How many ground-truth calls go in each turn when replayed turn by turn: the lookups, the
+        calculator checks on the chosen plan, then the answer (so that every lookup's output is seen
+        before the plan is chosen, and every check's output before the answer copies its figures)."""
+        return [len(part) for part in (scenario.lookups, scenario.checks) if part] + [1]
 
     def make_session(self, scenario: Scenario | None, specs: Sequence[ToolSpec], problem: str | None = None) -> RoleSession:
         """The session class; a role whose tools keep state (the council) returns its own."""

@@ -5,7 +5,9 @@ per person (an assignment problem, solved with the Hungarian algorithm); levels 
 capacities, project counts, pairs that cannot share a person and must-do projects (generalised
 assignment, branch and bound); levels 8-10 add prerequisites and deadlines. The reward is
 feasibility x (0.5 [optimal] + 0.5 value / optimum); at levels 1-3 an answer that breaks rules still
-earns 0.25 x (share of rule instances kept) x value ratio, as a curriculum crutch.
+earns 0.25 x (share of rule instances kept) x value ratio, as a curriculum crutch. The claimed
+value is recomputed (0 when more than 0.5% off); the estimate_value calculator gives it for any
+assignments, and the oracle reads its claim off it, called on its allocation.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from officegym.envs.roles.base import (
     infeasible_seed,
     money,
     optimality_reward,
-    tidy,
     tool,
 )
 from officegym.envs.roles.names import company_and_product
@@ -42,6 +43,7 @@ from officegym.envs.roles.solvers import (
 
 ROLE = "coo"
 SUBMIT = "submit_allocation"
+ESTIMATE = "estimate_value"  # the calculator whose figure the answer claims
 SKILLS = ("backend", "frontend", "data", "ml", "devops", "security", "design", "qa")
 PEOPLE = ("Ana", "Bo", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Mo", "Noor")
 PROJECTS = (
@@ -86,6 +88,20 @@ def solve(public: dict[str, Any], one_to_one: bool) -> tuple[float, tuple[int | 
     return one_to_one_allocation(problem) if one_to_one else best_allocation(problem)
 
 
+def estimate(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, int]:
+    """What the estimate_value calculator returns for project -> staff id (None: unstaffed) over
+    known ids: the staffed projects' value, their labour cost (hourly cost x effort hours), and value
+    minus labour cost, the figure an answer claims and the verifier recomputes."""
+    projects = {p["id"]: p for p in public["projects"]}
+    staff = {s["id"]: s for s in public["staff"]}
+    value = labour = 0
+    for pid, sid in assign.items():
+        if sid is not None:
+            value += projects[pid]["value_usd"]
+            labour += staff[sid]["hourly_cost_usd"] * projects[pid]["effort_hours"]
+    return {"net_value_usd": value - labour, "value_usd": value, "labour_cost_usd": labour}
+
+
 def check(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, Any]:
     """Value, labour cost and every rule instance (kept or broken) of a complete allocation."""
     projects = {p["id"]: p for p in public["projects"]}
@@ -95,13 +111,12 @@ def check(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, An
     pindex = {p["id"]: i for i, p in enumerate(public["projects"])}
     kept, broken = 0, []
     members: dict[str, list[str]] = {s: [] for s in staff}
-    value = 0
+    value = estimate(public, assign)["net_value_usd"]
     for pid, sid in assign.items():
         p = projects[pid]
         if sid is None:
             continue
         members[sid].append(pid)
-        value += p["value_usd"] - staff[sid]["hourly_cost_usd"] * p["effort_hours"]
         if p["skill"] in staff[sid]["skills"]:
             kept += 1
         else:
@@ -272,6 +287,7 @@ def generate(seed: int, difficulty: int) -> Scenario:
         ToolCall("list_projects", {}), ToolCall("list_staff", {}), ToolCall("get_skill_matrix", {}),
         *(ToolCall("get_availability", {"staff_id": s["id"]}) for s in public["staff"]),
     )
+    checks: tuple[ToolCall, ...] = ()
     if infeasible:
         answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
         note = ""
@@ -282,17 +298,23 @@ def generate(seed: int, difficulty: int) -> Scenario:
                 unstaffed.append(p["id"])
             else:
                 assignments.append({"project": p["id"], "staff": public["staff"][e]["id"]})
-        answer = ToolCall(SUBMIT, {"assignments": assignments, "unstaffed": unstaffed,
-                                   "claimed_value": tidy(drawn["optimum"])})
+        # the claimed value is what the calculator returns for the chosen assignments
+        checks = (ToolCall(ESTIMATE, {"assignments": assignments}),)
+        claimed = estimate(public, {a["project"]: a["staff"] for a in assignments})["net_value_usd"]
+        answer = ToolCall(SUBMIT, {"assignments": assignments, "unstaffed": unstaffed, "claimed_value": claimed})
         note = f"the best allocation is worth {money(drawn['optimum'])}"
     return Scenario(
         role=ROLE, seed=seed, difficulty=difficulty, infeasible=infeasible, inline=inline, public=public,
         private={"optimum": drawn["optimum"], "why_infeasible": drawn["why"], "optimum_note": note},
         brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
         template=f"{ROLE}/{'inline' if inline else 'tools'}" + ("/escalate" if infeasible else ""),
+        checks=checks,
     )
 
 
+ASSIGNMENTS = {"type": "array", "items": {
+    "type": "object", "properties": {"project": {"type": "string"}, "staff": {"type": "string"}},
+    "required": ["project", "staff"], "additionalProperties": False}}
 SPECS = (
     tool("list_projects", "Every project: skill, effort hours, value, must-do flag, staffing restrictions, "
          "prerequisite and deadline week where they apply."),
@@ -300,10 +322,10 @@ SPECS = (
     tool("get_skill_matrix", "The skills of every person."),
     tool("get_availability", "One person's capacity hours, maximum number of projects and weekly hours.",
          {"staff_id": {"type": "string"}}, ["staff_id"]),
+    tool(ESTIMATE, "Calculator: the value, the labour cost (hourly cost x effort hours) and the value minus labour "
+         "cost of some assignments (projects left out are unstaffed).", {"assignments": ASSIGNMENTS}, ["assignments"]),
     tool(SUBMIT, "Submit the final allocation. Ends the episode.", {
-        "assignments": {"type": "array", "items": {
-            "type": "object", "properties": {"project": {"type": "string"}, "staff": {"type": "string"}},
-            "required": ["project", "staff"], "additionalProperties": False}},
+        "assignments": ASSIGNMENTS,
         "unstaffed": {"type": "array", "items": {"type": "string"}},
         "claimed_value": {"type": "number", "description": "total value minus labour cost of the staffed projects"},
     }, ["assignments", "unstaffed", "claimed_value"]),
@@ -321,7 +343,23 @@ def _availability(s: Scenario, a: dict[str, Any]) -> Any:
     raise ToolRefusal(f"unknown staff id {a['staff_id']!r}")
 
 
+def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
+    projects = {p["id"] for p in s.public["projects"]}
+    staff = {p["id"] for p in s.public["staff"]}
+    assign: dict[str, str | None] = {}
+    for item in a["assignments"]:
+        if item["project"] not in projects:
+            raise ToolRefusal(f"unknown project {item['project']!r}")
+        if item["staff"] not in staff:
+            raise ToolRefusal(f"unknown staff id {item['staff']!r}")
+        if item["project"] in assign:
+            raise ToolRefusal(f"project {item['project']} is listed more than once")
+        assign[item["project"]] = item["staff"]
+    return estimate(s.public, assign)
+
+
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
+    ESTIMATE: _estimate,
     "list_projects": lambda s, a: [{k: p[k] for k in PROJECT_FIELDS if k in p} for p in s.public["projects"]],
     "list_staff": lambda s, a: [{k: p[k] for k in ("id", "name", "hourly_cost_usd")} for p in s.public["staff"]],
     "get_skill_matrix": lambda s, a: {p["id"]: p["skills"] for p in s.public["staff"]},

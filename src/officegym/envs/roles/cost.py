@@ -6,7 +6,8 @@ million tokens). Constraints grow with the level: quality floors per workload (a
 limits, a floor on mean quality, provider volume discounts (marginal tiers), a cap on spot workloads,
 reserved-commitment minimums and a latency budget over the LLM pipeline. The optimum is exact
 (branch and bound with discount-aware bounds); quality is a hard gate: any broken floor gives 0;
-otherwise reward = 0.5 [optimal] + 0.5 optimum / cost, and 0 when the claimed cost is wrong.
+otherwise reward = 0.5 [optimal] + 0.5 optimum / cost, and 0 when the claimed cost is wrong. The
+oracle reads the claimed cost off the simulate_bill calculator, called on its plan.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from officegym.envs.roles.solvers import min_cost_choice
 
 ROLE = "cost"
 SUBMIT = "submit_plan"
+SIMULATE = "simulate_bill"  # the calculator whose total the answer claims
 PROVIDERS = ("nimbus", "stratus", "cirrus")
 FAMILIES = ("general", "compute", "arm")
 PRICING = ("on_demand", "reserved", "spot")
@@ -317,11 +319,14 @@ def generate(seed: int, difficulty: int) -> Scenario:
         ToolCall("get_usage_report", {}), *(ToolCall("get_price_list", {"provider": p}) for p in providers),
         ToolCall("get_quality_benchmarks", {}),
     )
+    checks: tuple[ToolCall, ...] = ()
     if infeasible:
         answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
         note = ""
     else:
-        total = bill(public, drawn["plan"])["total_usd"]
+        # the claimed cost is what the calculator returns for the chosen plan
+        checks = (ToolCall(SIMULATE, {"plan": drawn["plan"]}),)
+        total = simulate(public, drawn["plan"])["total_usd"]
         answer = ToolCall(SUBMIT, {"plan": drawn["plan"], "claimed_monthly_cost": total})
         note = f"e.g. {drawn['plan']} at ${total:,.2f} a month"
     return Scenario(
@@ -330,6 +335,7 @@ def generate(seed: int, difficulty: int) -> Scenario:
                  "optimum_note": note},
         brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
         template=f"{ROLE}/{'inline' if inline else 'tools'}" + ("/escalate" if infeasible else ""),
+        checks=checks,
     )
 
 
@@ -354,13 +360,19 @@ def _simulate(s: Scenario, a: dict[str, Any]) -> Any:
             raise ToolRefusal(f"unknown workload {wid!r}")
         if sku not in workloads[wid]["options"]:
             raise ToolRefusal(f"{sku!r} is not an option for {wid}")
-    out = bill(s.public, plan)
+    return simulate(s.public, plan)
+
+
+def simulate(public: dict[str, Any], plan: dict[str, str]) -> dict[str, Any]:
+    """What the simulate_bill calculator returns for a plan of known ids: the itemised bill, whose
+    total (to the cent) the verifier recomputes."""
+    out = bill(public, plan)
     out.pop("exact_total")
     return out
 
 
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
-    "get_usage_report": _usage, "get_price_list": _prices, "simulate_bill": _simulate,
+    "get_usage_report": _usage, "get_price_list": _prices, SIMULATE: _simulate,
     "get_quality_benchmarks": lambda s, a: s.public["benchmarks"],
 }
 PLAN = {"type": "object", "description": "workload id -> option id", "additionalProperties": {"type": "string"}}
@@ -371,7 +383,7 @@ SPECS = (
          "rate, reserved commitment minimum).", {"provider": {"type": "string"}}, ["provider"]),
     tool("get_quality_benchmarks", "Benchmark quality and latency of every option on every workload (spot prices "
          "include the interruption penalty)."),
-    tool("simulate_bill", "Calculator: the monthly bill of a plan (all or some workloads).", {"plan": PLAN}, ["plan"]),
+    tool(SIMULATE, "Calculator: the monthly bill of a plan (all or some workloads).", {"plan": PLAN}, ["plan"]),
     tool(SUBMIT, "Submit the final plan. Ends the episode.", {
         "plan": PLAN, "claimed_monthly_cost": {"type": "number", "description": "the plan's monthly bill in dollars"},
     }, ["plan", "claimed_monthly_cost"]),

@@ -5,6 +5,7 @@ migration), compliance tags every option must carry, a p95 latency SLO summed ov
 path, an availability SLO on the product of availabilities, a minimum average skill fit, and option
 pairs that cannot be combined. The optimum is exact (branch and bound at generation time); the
 reward is feasibility x (0.5 [optimal] + 0.5 optimum / TCO), and 0 when the claimed TCO is wrong.
+The oracle reads the claimed TCO off the estimate_tco calculator, called on its selection.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from officegym.envs.roles.base import (
     escalation_grade,
     money,
     optimality_reward,
-    tidy,
     tool,
 )
 from officegym.envs.roles.names import company_and_product
@@ -36,6 +36,7 @@ from officegym.envs.roles.solvers import min_cost_choice
 
 ROLE = "cto"
 SUBMIT = "submit_architecture"
+ESTIMATE = "estimate_tco"  # the calculator whose figure the answer claims
 COMPONENTS = (  # (component, on the critical path)
     ("database", True), ("compute", True), ("cache", True), ("auth", True), ("queue", False),
     ("cdn", True), ("storage", False), ("observability", False), ("search", True),
@@ -80,6 +81,14 @@ def _level(difficulty: int) -> tuple[int, int, tuple[str, ...]]:
 
 def tco(option: dict[str, Any]) -> int:
     return 12 * option["monthly_usd"] + option["migration_usd"]
+
+
+def estimate(public: dict[str, Any], selection: dict[str, str]) -> dict[str, int]:
+    """What the estimate_tco calculator returns for the options of a selection (known ids): the
+    12-month TCO the verifier recomputes, and its monthly and migration parts."""
+    chosen = [public["options"][o] for o in selection.values()]
+    return {"tco_12m_usd": sum(tco(o) for o in chosen), "monthly_usd": sum(o["monthly_usd"] for o in chosen),
+            "migration_usd": sum(o["migration_usd"] for o in chosen)}
 
 
 def evaluate(public: dict[str, Any], selection: dict[str, str]) -> dict[str, Any]:
@@ -344,11 +353,15 @@ def generate(seed: int, difficulty: int) -> Scenario:
         ToolCall("list_components", {}),
         *(ToolCall("list_options", {"component": c["component"]}) for c in public["components"]),
     )
+    checks: tuple[ToolCall, ...] = ()
     if drawn["infeasible"]:
         answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
         note = ""
     else:
-        answer = ToolCall(SUBMIT, {"selection": drawn["selection"], "claimed_tco": tidy(drawn["optimum"]),
+        # the claimed TCO is what the calculator returns for the chosen selection
+        checks = (ToolCall(ESTIMATE, {"selection": drawn["selection"]}),)
+        claimed = estimate(public, drawn["selection"])["tco_12m_usd"]
+        answer = ToolCall(SUBMIT, {"selection": drawn["selection"], "claimed_tco": claimed,
                                    "rationale": "cheapest selection that meets every requirement"})
         note = f"e.g. {drawn['selection']} with 12-month TCO {money(drawn['optimum'])}"
     return Scenario(
@@ -357,6 +370,7 @@ def generate(seed: int, difficulty: int) -> Scenario:
                  "optimum_note": note},
         brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
         template=f"{ROLE}/{'inline' if inline else 'tools'}" + ("/escalate" if drawn["infeasible"] else ""),
+        checks=checks,
     )
 
 
@@ -370,7 +384,7 @@ SPECS = (
     tool("get_option", "The data sheet of one option.", {"option_id": {"type": "string"}}, ["option_id"]),
     tool("check_compatibility", "Whether two options can be combined.",
          {"option_a": {"type": "string"}, "option_b": {"type": "string"}}, ["option_a", "option_b"]),
-    tool("estimate_tco", "Calculator: the 12-month TCO (12 x monthly + migration) of some options.",
+    tool(ESTIMATE, "Calculator: the 12-month TCO (12 x monthly + migration) of some options.",
          {"selection": SELECTION}, ["selection"]),
     tool(SUBMIT, "Submit the final architecture. Ends the episode.", {
         "selection": SELECTION,
@@ -406,14 +420,14 @@ def _check(s: Scenario, a: dict[str, Any]) -> Any:
 
 
 def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
-    chosen = [_option(s, o) for o in a["selection"].values()]
-    return {"tco_12m_usd": sum(tco(o) for o in chosen), "monthly_usd": sum(o["monthly_usd"] for o in chosen),
-            "migration_usd": sum(o["migration_usd"] for o in chosen)}
+    for o in a["selection"].values():
+        _option(s, o)  # an unknown id is refused
+    return estimate(s.public, a["selection"])
 
 
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "list_components": _list_components, "list_options": _list_options,
-    "get_option": lambda s, a: _option(s, a["option_id"]), "check_compatibility": _check, "estimate_tco": _estimate,
+    "get_option": lambda s, a: _option(s, a["option_id"]), "check_compatibility": _check, ESTIMATE: _estimate,
 }
 
 

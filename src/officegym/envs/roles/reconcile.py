@@ -6,7 +6,8 @@ it gives everyone more than their status quo. The rule depends on the level: uti
 max-min (4-6), weighted Nash bargaining (7-10). The reward is
 acceptable x (0.8 (0.5 [best] + 0.5 score / best score) + 0.2 conflict-detection F1), with 0 for a
 vetoed, Pareto-dominated or unacceptable plan and for a wrong claimed score; no acceptable plan
-means the right answer is to escalate.
+means the right answer is to escalate. At levels 1-3 the evaluate_plan calculator gives a plan's
+utilities and rule score, and the oracle reads its claimed score off it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from officegym.envs.roles.names import company_and_product
 
 ROLE = "reconcile"
 SUBMIT = "submit_resolution"
+EVALUATE = "evaluate_plan"  # the calculator (offered at levels 1-3) whose score the answer claims
 STAKEHOLDERS = ("CTO", "COO", "Cost", "Risk", "Legal")
 ATTRIBUTES = ("delivery_speed", "cost_savings", "risk_reduction", "scope_coverage", "compliance")
 FOCUS = {  # the attributes each stakeholder weighs most
@@ -270,13 +272,18 @@ def generate(seed: int, difficulty: int) -> Scenario:
     lookups = () if inline else (
         *(ToolCall("get_memo", {"stakeholder": n}) for n in public["stakeholders"]), ToolCall("list_plans", {}),
     )
+    checks: tuple[ToolCall, ...] = ()
     if infeasible:
         answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
         note = ""
     else:
         plan = public["plans"][found["best"]]["id"]
+        claimed = round(found["best_score"], 6)
+        if difficulty < TOOLS_FROM_LEVEL:  # the calculator is offered: the claimed score is what it returns
+            checks = (ToolCall(EVALUATE, {"plan_id": plan}),)
+            claimed = evaluate(public, found["best"])["score"]
         answer = ToolCall(SUBMIT, {
-            "plan_id": plan, "claimed_score": round(found["best_score"], 6),
+            "plan_id": plan, "claimed_score": claimed,
             "conflicts": [pair.split("|") for pair in found["conflicts"]], "binding_vetoes": found["binding_vetoes"],
             "tradeoff_note": f"{plan} maximises the {public['rule']} score among acceptable plans",
         })
@@ -286,6 +293,7 @@ def generate(seed: int, difficulty: int) -> Scenario:
         private={**found, "why_infeasible": drawn["why"], "optimum_note": note},
         brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
         template=f"{ROLE}/{public['rule']}/{'inline' if inline else 'tools'}" + ("/escalate" if infeasible else ""),
+        checks=checks,
     )
 
 
@@ -303,14 +311,30 @@ def _memo(s: Scenario, a: dict[str, Any]) -> Any:
     raise ToolRefusal(f"no memo from {a['stakeholder']!r}; stakeholders: {', '.join(s.public['stakeholders'])}")
 
 
+def evaluate(public: dict[str, Any], i: int) -> dict[str, Any]:
+    """What the evaluate_plan calculator returns for plan `i`: every stakeholder's utility, and the
+    plan's score under the governance rule (to 6 decimals), which the verifier recomputes. A
+    normalised gain needs every stakeholder's best admissible utility above its status quo (true
+    whenever some plan is acceptable); otherwise the score is null and the output says why."""
+    table = Table(public)
+    out: dict[str, Any] = {"utilities": dict(zip(table.names, table.u[i])), "rule": public["rule"]}
+    stuck = [n for n, b, d in zip(table.names, table.best, table.status_quo) if not b > d]
+    if public["rule"] != "nash" and stuck:
+        out["score"] = None
+        out["note"] = f"no admissible plan gives {', '.join(stuck)} more than its status quo: no plan is acceptable"
+    else:
+        out["score"] = round(table.score(i), 6)
+    return out
+
+
 def _evaluate(s: Scenario, a: dict[str, Any]) -> Any:
     plan = _plan(s, a["plan_id"])
-    return {m["agent"]: utility(m, plan) for m in s.public["memos"]}
+    return evaluate(s.public, s.public["plans"].index(plan))
 
 
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "get_memo": _memo, "list_plans": lambda s, a: s.public["plans"], "get_plan": lambda s, a: _plan(s, a["plan_id"]),
-    "evaluate_plan": _evaluate,
+    EVALUATE: _evaluate,
 }
 _CORE = (
     tool("get_memo", "One stakeholder's memo: objective, weights over the five plan scores, status-quo utility, "
@@ -318,8 +342,8 @@ _CORE = (
     tool("list_plans", "Every candidate plan with its levers and its five scores (0-10)."),
     tool("get_plan", "One plan.", {"plan_id": {"type": "string"}}, ["plan_id"]),
 )
-_EVALUATE = tool("evaluate_plan", "Every stakeholder's utility for one plan.", {"plan_id": {"type": "string"}},
-                 ["plan_id"])
+_EVALUATE = tool(EVALUATE, "Calculator: every stakeholder's utility for one plan, and the plan's score under the "
+                 "governance rule.", {"plan_id": {"type": "string"}}, ["plan_id"])
 _ANSWER = (
     tool(SUBMIT, "Submit the resolution. Ends the episode.", {
         "plan_id": {"type": "string"},
@@ -407,5 +431,5 @@ class ReconcileEnvironment(RoleEnvironment):
     grader = staticmethod(grade)
 
     def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
-        leak = difficulty is not None and difficulty < TOOLS_FROM_LEVEL  # utilities only while the task is easy
+        leak = difficulty is not None and difficulty < TOOLS_FROM_LEVEL  # the calculator only while the task is easy
         return [*_CORE, *((_EVALUATE,) if leak else ()), *_ANSWER]
