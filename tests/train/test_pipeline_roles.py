@@ -233,20 +233,26 @@ def test_the_role_configs_load_and_their_sections_build(tmp_path, role):
     sft = build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     grpo = build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     assert sft.lora.enabled and grpo.lora.enabled and grpo.backend == "vllm" and grpo.grpo.reward == "outcome"
-    # episodes as long as the evaluation's: the answer, then the closing turn
+    # episodes as long as the evaluation's: the calculator on the chosen plan (where the role has one),
+    # then the answer that copies its figure
     assert grpo.rollout.max_steps == cfg.eval.max_steps == 2
     assert grpo.rollout.max_new_tokens_per_turn == cfg.eval.max_new_tokens
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_role_configs_leave_room_for_the_oracle_s_answers(role):
-    """Every scenario's SFT conversation fits sft.max_length, and the oracle's answer turn fits the
-    evaluation's and GRPO's tokens per turn with room to spare (else the trained model could never
-    give it), in SmolLM2's own tokens (needs the converted model in the cache)."""
+    """The oracle, played within the evaluation's turns, gets full credit on every scenario; each of
+    its turns (the calculator call, the answer) fits the evaluation's and GRPO's tokens per turn with
+    room to spare and all of them GRPO's tokens per episode (else the trained model could never give
+    them), and its conversation fits sft.max_length, in SmolLM2's own tokens (needs the converted
+    model in the cache)."""
+    import asyncio
+
     from officegym.agent.formats import IM_END, assistant_text, render_chatml
+    from officegym.agent.loop import LoopConfig, run_rollouts
+    from officegym.agent.scripted import OraclePolicy
     from officegym.core import registry
     from officegym.core.cache import cache_root
-    from officegym.core.types import ToolSpec
 
     tokenizer_dir = cache_root() / "models" / "smollm2-135m"
     if not (tokenizer_dir / "tokenizer.json").exists():
@@ -254,16 +260,21 @@ def test_the_role_configs_leave_room_for_the_oracle_s_answers(role):
     tok = _smollm2_tokenizer(str(tokenizer_dir))
     cfg = load_pipeline_config(str(ROOT / "configs" / f"roles_{role}.yaml"), [])
     env = registry.make(cfg.env)
-    longest_answer = longest_conversation = 0
-    for t in env.generate_tasks(60, cfg.tasks.seed, difficulty=cfg.tasks.difficulty):
-        call = t.ground_truth[-1]
-        answer = assistant_text({"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_0", "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]})
-        prompt = render_chatml(t.input, [ToolSpec.from_schema(x) for x in t.tools])
-        n_answer = len(tok(answer + IM_END).input_ids)
-        longest_answer = max(longest_answer, n_answer)
-        longest_conversation = max(longest_conversation, len(tok(prompt).input_ids) + n_answer)
-    assert longest_answer + 8 <= cfg.eval.max_new_tokens, longest_answer
+    tasks = env.generate_tasks(60, cfg.tasks.seed, difficulty=cfg.tasks.difficulty)
+    loop = LoopConfig(max_steps=cfg.eval.max_steps, max_tool_output_chars=cfg.eval.max_tool_output_chars)
+    trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in tasks], OraclePolicy(), loop))
+    longest_turn = longest_episode = longest_conversation = 0
+    for t, traj in zip(tasks, trajs):
+        assert traj.verdict["reward"] == 1.0, (t.id, traj.verdict)
+        turns = [len(tok(assistant_text(m) + IM_END).input_ids) for m in traj.messages
+                 if m["role"] == "assistant" and m.get("tool_calls")]
+        longest_turn = max(longest_turn, *turns)
+        longest_episode = max(longest_episode, sum(turns))
+        text = render_chatml(traj.messages, env.tools(t), add_generation_prompt=False)
+        longest_conversation = max(longest_conversation, len(tok(text).input_ids))
+    assert longest_turn + 8 <= cfg.eval.max_new_tokens, longest_turn
+    assert longest_turn + 8 <= cfg.grpo["rollout"]["max_new_tokens_per_turn"], longest_turn
+    assert longest_episode + 8 <= cfg.grpo["rollout"]["max_new_tokens_per_episode"], longest_episode
     assert longest_conversation < cfg.sft["sft"]["max_length"], longest_conversation
 
 
