@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from officegym.core.types import ToolCall
+from officegym.core.types import ToolCall, ToolSpec
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
@@ -361,9 +361,12 @@ def _draw(rng: random.Random, difficulty: int, infeasible: bool) -> dict[str, An
     return {"public": public, "truth": truth, "why": why}
 
 
-def rulebook() -> str:
+def rulebook(artifacts: Sequence[str] | None = None) -> str:
+    """The rules of the risk types that can occur in a dossier of these artifacts (None: all): a
+    type whose artifact is not in the dossier cannot be registered, so its rule is only tokens."""
     return "\n".join(f"- {t.name} ({t.artifact}): {t.rule} Mitigations: {', '.join(t.acceptable)}"
-                     + (f"; never {', '.join(t.forbidden)}." if t.forbidden else ".") for t in TYPES)
+                     + (f"; never {', '.join(t.forbidden)}." if t.forbidden else ".")
+                     for t in TYPES if artifacts is None or t.artifact in artifacts)
 
 
 SYSTEM = (
@@ -551,4 +554,11 @@ class RiskEnvironment(RoleEnvironment):
     grader = staticmethod(grade)
 
     def system_prompt(self, scenario: Scenario) -> str:
-        return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE, rules=rulebook())
+        return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE, rules=rulebook(list(scenario.public["artifacts"])))
+
+    def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
+        """Below TOOLS_FROM_LEVEL the dossier is in the brief: the answer tools alone (a reader there
+        only invites a call that teaches nothing)."""
+        if difficulty is not None and difficulty < TOOLS_FROM_LEVEL:
+            return [s for s in SPECS if s.name in self.answer_tools]
+        return list(SPECS)
