@@ -325,3 +325,34 @@ def test_a_partial_sft_section_keeps_sfts_own_defaults_for_the_other_keys(tmp_pa
     assert (cfg.validation.every, cfg.validation.accuracy) == (0, False)
     assert (cfg.optim.lr, cfg.optim.min_lr) == (5e-4, 2e-6)
     assert build_config(SFTRunConfig, {"out_dir": str(tmp_path)}).checkpoint.metric == "val/loss"
+
+
+def test_export_best_keeps_the_validated_checkpoint_not_the_last_step(tmp_path, make_cfg, toy_sft_model, monkeypatch):
+    """checkpoint.export=best: out_dir/model holds the weights of the checkpoint best by the metric
+    (early stopping), not those of the last step; the default keeps the last step."""
+    from safetensors.torch import load_file
+
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.checkpoint import CheckpointManager
+    from officegym.train.grpo import train_grpo
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7, 3]))
+    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=3",
+              "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=6", "optim.lr=1e-3", "optim.min_lr=1e-3",
+              "data.val_fraction=0.25", "validation.every=1", "checkpoint.every=1", "checkpoint.keep_top_k=3",
+              "rollout.temperature=1.0"]
+    last = train_grpo(make_cfg("grpo", tmp_path / "last", *common))
+    assert last.exported_step == 3
+    # Which step the toy validation favours is up to chance: the test names step 1 the best, as a
+    # validation curve that peaked early would.
+    first = CheckpointManager.best
+    monkeypatch.setattr(CheckpointManager, "best", lambda self: next(c for c in self.list() if c.step == 1))
+    best = train_grpo(make_cfg("grpo", tmp_path / "best", *common, "checkpoint.export=best"))
+    monkeypatch.setattr(CheckpointManager, "best", first)
+    assert best.exported_step == 1
+    exported = _weights(tmp_path / "best")
+    step1 = load_file(str(next((tmp_path / "best" / "checkpoints" / "step_000001" / "model").glob("*.safetensors"))))
+    step3 = _weights(tmp_path / "last")
+    assert all(torch.equal(exported[k], step1[k]) for k in exported)
+    assert any(not torch.equal(exported[k], step3[k]) for k in exported)  # training moved the weights after step 1

@@ -72,6 +72,7 @@ class TrainResult:
     last_step: int
     stopped: bool
     history: list[dict[str, Any]] = field(default_factory=list)
+    exported_step: int | None = None  # whose weights out_dir/model holds (checkpoint.export)
 
 
 @dataclass
@@ -194,11 +195,16 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         logger.close()
         release_generation(policy)
     if not result.stopped and result.last_step == cfg.grpo.max_steps and dist.main:
-        tm.export(run_dir / "model")
         best = manager.best()
+        exported = "the last step"
+        if cfg.checkpoint.export == "best" and best is not None and best.step != result.last_step:
+            tm.load_trainable(best.path)  # early stopping: the validated weights, not the last ones
+            exported = f"step {best.step}, best by {cfg.checkpoint.metric}"
+        tm.export(run_dir / "model")
+        result.exported_step = result.last_step if exported == "the last step" else best.step
         if console is not None:
-            console.print(f"done: model in {run_dir / 'model'}" + (f"; best checkpoint {best.path} ({cfg.checkpoint.metric} = "
-                                                                     f"{best.metric:.3f})" if best else ""))
+            console.print(f"done: model in {run_dir / 'model'} ({exported})"
+                          + (f"; best checkpoint {best.path} ({cfg.checkpoint.metric} = {best.metric:.3f})" if best else ""))
     return result
 
 
