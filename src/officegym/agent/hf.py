@@ -133,8 +133,8 @@ class HFPolicy:
     Nothing heavy happens until the first `complete` (or `load()`).
 
     After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix or
-    from the conversation's earlier turns, completion) and seconds, and `warnings` lists chat-template problems met while building the token
-    ledger. The kept prefix costs memory (about 200 MB for SmolLM2's 4.5k-token workplace prefix in
+    from the conversation's earlier turns, completion) and seconds, and `warnings` lists
+    chat-template problems met while building the token ledger. The kept prefix costs memory (about 200 MB for SmolLM2's 4.5k-token workplace prefix in
     float32); `close()` frees it with the model.
     """
 
@@ -653,14 +653,13 @@ class HFPolicy:
             cache.update(keys, values, layer)
         return cache
 
-    def _prefix_kv(self, prefix: list[int]) -> list[tuple[Any, Any]]:
+    def _prefix_kv(self, prefix: list[int], version: tuple[int, int]) -> list[tuple[Any, Any]]:
         """Per-layer keys and values (batch 1) of `prefix`, reusing the longest match among the
         prefixes kept from earlier calls while the weights have not changed since (the system prompt
         and tool list of each tool set)."""
         from transformers import DynamicCache
 
         torch = self._torch
-        version = self._weights_version()
         self._prefixes = [e for e in self._prefixes if e[0] == version]
         reuse, kept_kv, best = 0, None, None
         for entry in self._prefixes:
@@ -720,14 +719,17 @@ class HFPolicy:
             # Columns: shared prefix, left-padded rests, then one per new token. A preallocated cache is
             # written in place; a growing one would copy itself at every step.
             length = shared + width + max(rows[k].limit for k in live)
+            version = self._weights_version()  # the kept prefixes and conversations are valid for it
             if shared > 0:
-                kv = self._prefix_kv(seqs[0][:shared])
+                kv = self._prefix_kv(seqs[0][:shared], version)
                 cache = self._cache_from([(k.expand(len(live), -1, -1, -1), v.expand(len(live), -1, -1, -1)) for k, v in kv], length)
             else:
                 cache = self._static_cache(length)
             # A conversation's earlier turns come from the conversation cache: only the last `feed`
             # columns (every row's new tokens, right-aligned) run through the model.
-            feed = self._load_conversations(cache, seqs, shared, width)
+            self._conversations.at_version(version)
+            feed, reused = self._conversations.load(cache, seqs, shared, width)
+            self.stats["conversation_reused_tokens"] += reused
             input_ids = torch.full((len(live), width), self._pad_id, dtype=torch.long)
             mask = torch.zeros((len(live), shared + width), dtype=torch.long)
             positions = torch.zeros((len(live), width), dtype=torch.long)
@@ -765,7 +767,7 @@ class HFPolicy:
                     break
                 if len(live) - len(keep) >= max(1, len(live) // 4):
                     # Drop finished rows: keep their conversations, copy the others into a smaller cache.
-                    self._keep_conversations(cache, [(rows[live[b]], starts[b], b) for b in range(len(live)) if done[b]], shared)
+                    self._conversations.keep(cache, [(rows[live[b]], starts[b], b) for b in range(len(live)) if done[b]], shared)
                     index = torch.tensor(keep, dtype=torch.long, device=dev)
                     used = mask.shape[1]
                     kv = [(layer.keys[index, :, :used], layer.values[index, :, :used]) for layer in cache.layers]
@@ -777,54 +779,9 @@ class HFPolicy:
                 mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=dev)], dim=1)
                 logits = self._forward(tokens[:, None], mask, next_pos[:, None], cache)
                 next_pos = next_pos + 1
-            self._keep_conversations(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
+            self._conversations.keep(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
         self.stats["completion_tokens"] += sum(len(r.ids) for r in rows)
         return rows
-
-    def _load_conversations(self, cache: Any, seqs: list[list[int]], shared: int, width: int) -> int:
-        """Write the kept keys/values of each row's earlier turns into `cache` after the shared prefix
-        and return how many of the last columns still have to run (at least 1: every row's newest
-        token gives its logits). Rows shorter than that run whole; padding stays masked."""
-        torch = self._torch
-        self._conversations.at_version(self._weights_version())
-        if not self._conversations.enabled or not self._conversations.entries:
-            return width
-        found = [self._conversations.find(seq, shared) for seq in seqs]
-        feed = max(len(seq) - shared - covered for seq, (_, covered) in zip(seqs, found))
-        skip = width - feed
-        entries = self._conversations.take([key for key, _ in found])
-        if skip <= 0:
-            return width
-        layers = []
-        for k0, v0 in next(iter(entries.values())).kv:
-            keys = torch.zeros((len(seqs), k0.shape[0], skip, k0.shape[-1]), dtype=k0.dtype, device=k0.device)
-            values = torch.zeros((len(seqs), v0.shape[0], skip, v0.shape[-1]), dtype=v0.dtype, device=v0.device)
-            layers.append((keys, values))
-        reused = 0
-        for b, (seq, (key, _)) in enumerate(zip(seqs, found)):
-            n_old = len(seq) - shared - feed  # this row's tokens in the skipped columns
-            if key is None or n_old <= 0:
-                continue
-            entry = entries[key]
-            lo = shared - entry.start
-            for (keys, values), (k, v) in zip(layers, entry.kv):
-                keys[b, :, skip - n_old :] = k[:, lo : lo + n_old]
-                values[b, :, skip - n_old :] = v[:, lo : lo + n_old]
-            reused += n_old
-        for layer, (keys, values) in enumerate(layers):
-            cache.update(keys, values, layer)
-        self.stats["conversation_reused_tokens"] += reused
-        return feed
-
-    def _keep_conversations(self, cache: Any, finished: list[tuple[_Row, int, int]], shared: int) -> None:
-        """Store each finished row's keys/values after the shared prefix: its prompt and its completion
-        but the last token, which never ran through the model."""
-        if not self._conversations.enabled:
-            return
-        for row, start, b in finished:
-            end = start + len(row.prompt) - shared + len(row.ids) - 1
-            kv = [(layer.keys[b, :, start:end].clone(), layer.values[b, :, start:end].clone()) for layer in cache.layers]
-            self._conversations.put(row.prompt + row.ids[:-1], shared, kv)
 
     def _hit_stop_string(self, row: _Row, params: SamplingParams) -> bool:
         if not params.stop:

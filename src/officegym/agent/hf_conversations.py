@@ -10,6 +10,10 @@ the policy's kept prefixes), as one tensor per layer for keys and one for values
 are valid for one weights version (an optimiser step drops them all), a lookup takes the longest
 entry whose tokens begin the new prompt, and the oldest entries go first when the memory budget is
 exceeded. Using an entry removes it: the turn it starts stores a longer one.
+
+In a batch, `load` writes each row's kept part into the decode cache (rows right-aligned after the
+shared prefix) so that only the last columns, every row's new tokens, run; `keep` copies a finished
+row's part back out.
 """
 
 from __future__ import annotations
@@ -98,3 +102,48 @@ class ConversationCache:
         while self.nbytes > self.budget:
             _, old = self.entries.popitem(last=False)
             self.nbytes -= old.nbytes
+
+    def load(self, cache: Any, seqs: list[list[int]], shared: int, width: int) -> tuple[int, int]:
+        """Write the kept keys/values of each row's earlier turns into `cache` (a static cache holding
+        the `shared` prefix columns; rows right-aligned in the next `width` columns) and return how
+        many of the last columns still have to run (at least 1: every row's newest token gives its
+        logits) and how many tokens came from here. Rows shorter than that run whole."""
+        if not self.enabled or not self.entries:
+            return width, 0
+        found = [self.find(seq, shared) for seq in seqs]
+        feed = max(len(seq) - shared - covered for seq, (_, covered) in zip(seqs, found))
+        skip = width - feed
+        entries = self.take([key for key, _ in found])
+        if skip <= 0:
+            return width, 0
+        import torch
+
+        layers = []
+        for k0, v0 in next(iter(entries.values())).kv:
+            keys = torch.zeros((len(seqs), k0.shape[0], skip, k0.shape[-1]), dtype=k0.dtype, device=k0.device)
+            values = torch.zeros((len(seqs), v0.shape[0], skip, v0.shape[-1]), dtype=v0.dtype, device=v0.device)
+            layers.append((keys, values))
+        reused = 0
+        for b, (seq, (key, _)) in enumerate(zip(seqs, found)):
+            n_old = len(seq) - shared - feed  # this row's tokens in the skipped columns
+            if key is None or n_old <= 0:
+                continue
+            entry = entries[key]
+            lo = shared - entry.start
+            for (keys, values), (k, v) in zip(layers, entry.kv):
+                keys[b, :, skip - n_old :] = k[:, lo : lo + n_old]
+                values[b, :, skip - n_old :] = v[:, lo : lo + n_old]
+            reused += n_old
+        for layer, (keys, values) in enumerate(layers):
+            cache.update(keys, values, layer)
+        return feed, reused
+
+    def keep(self, cache: Any, finished: Sequence[tuple[Any, int, int]], shared: int) -> None:
+        """Store each finished row's keys/values after the shared prefix, from (row, its first column,
+        its batch index): its prompt and its completion but the last token, which never ran."""
+        if not self.enabled:
+            return
+        for row, start, b in finished:
+            end = start + len(row.prompt) - shared + len(row.ids) - 1
+            kv = [(layer.keys[b, :, start:end].clone(), layer.values[b, :, start:end].clone()) for layer in cache.layers]
+            self.put(row.prompt + row.ids[:-1], shared, kv)
