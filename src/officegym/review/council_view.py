@@ -13,6 +13,7 @@ from officegym.envs.roles.base import ESCALATE, ScenarioError
 from officegym.envs.roles.council import COMMIT, CouncilEnvironment, evaluate
 from officegym.envs.roles.council_episode import seat_specs
 from officegym.review.council import council_block, decision_act, replay_acts, rollout_state
+from officegym.review.views import pretty_json
 
 
 def decision_text(row: dict[str, Any], task: Task, env: Environment) -> str:
@@ -39,15 +40,6 @@ def decision_text(row: dict[str, Any], task: Task, env: Environment) -> str:
 
 
 # -- what the item page shows ---------------------------------------------------------------------
-
-
-def _pretty(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return json.dumps(value, indent=1, ensure_ascii=False, default=str)
 
 
 def _selection_text(selection: Any) -> str:
@@ -98,8 +90,8 @@ def seat_turns(traj: dict[str, Any]) -> list[dict[str, Any]]:
         for ex in t.get("executions") or []:
             if isinstance(ex, dict):
                 status = ex.get("status")
-                calls.append({"name": str(ex.get("name", "")), "arguments": _pretty(ex.get("arguments", "")),
-                              "status": status, "output": _pretty(ex.get("output", "")), "failed": status not in (None, "ok")})
+                calls.append({"name": str(ex.get("name", "")), "arguments": pretty_json(ex.get("arguments", "")),
+                              "status": status, "output": pretty_json(ex.get("output", "")), "failed": status not in (None, "ok")})
         out.append({"index": k + 1, "news": news[k] if k < len(news) else None, "text": t.get("text") or "",
                     "calls": calls, "invalid": t.get("invalid") or []})
     return out

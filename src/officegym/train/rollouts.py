@@ -57,8 +57,6 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
             reward_fn: Any = None, on_done: Any = None, validation: bool = False) -> RolloutBatch:
     """Run the jobs through the agent loop (one policy call per turn for all of them) and time it;
     `validation` episodes take the validation section's limits where it sets them."""
-    timed_env = TimedEnvironment(env)
-    timed_reward = TimedReward(reward_fn) if reward_fn is not None else None
     # a validation episode with its own turn limit is not cut by the training episode's token cap
     cap = None if validation and cfg.validation.max_steps else cfg.rollout.max_new_tokens_per_episode
     fleet = getattr(policy, "fleet", None)
@@ -67,6 +65,8 @@ def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunCon
     council = getattr(cfg, "council", None)
     if council is not None:
         return _collect_councils(env, jobs, policy, cfg, temperature, reward_fn, validation, cap)
+    timed_env = TimedEnvironment(env)
+    timed_reward = TimedReward(reward_fn) if reward_fn is not None else None
     budget = EpisodeBudget(policy, cap)
     stats = getattr(policy, "stats", {})
     gen_before = float(stats.get("seconds", 0.0))
