@@ -196,14 +196,14 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         release_generation(policy)
     if not result.stopped and result.last_step == cfg.grpo.max_steps and dist.main:
         best = manager.best()
-        exported = "the last step"
-        if cfg.checkpoint.export == "best" and best is not None and best.step != result.last_step:
+        stop_early = cfg.checkpoint.export == "best" and best is not None and best.step != result.last_step
+        if stop_early:
             tm.load_trainable(best.path)  # early stopping: the validated weights, not the last ones
-            exported = f"step {best.step}, best by {cfg.checkpoint.metric}"
         tm.export(run_dir / "model")
-        result.exported_step = result.last_step if exported == "the last step" else best.step
+        result.exported_step = best.step if stop_early else result.last_step
         if console is not None:
-            console.print(f"done: model in {run_dir / 'model'} ({exported})"
+            which = f"step {best.step}, best by {cfg.checkpoint.metric}" if stop_early else "the last step"
+            console.print(f"done: model in {run_dir / 'model'} ({which})"
                           + (f"; best checkpoint {best.path} ({cfg.checkpoint.metric} = {best.metric:.3f})" if best else ""))
     return result
 
