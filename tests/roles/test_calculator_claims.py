@@ -18,6 +18,7 @@ import pytest
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.scripted import OraclePolicy
 from officegym.core.types import ToolCall
+from officegym.envs.roles import risk
 
 # role -> (calculator, the answer's figure, the calculator's figure, levels that offer the calculator)
 CALCULATORS = {
@@ -25,11 +26,14 @@ CALCULATORS = {
     "roles/coo": ("estimate_value", "claimed_value", "net_value_usd", range(1, 11)),
     "roles/cost": ("simulate_bill", "claimed_monthly_cost", "total_usd", range(1, 11)),
     "roles/reconcile": ("evaluate_plan", "claimed_score", "score", range(1, 4)),
+    "roles/risk": ("score_register", "overall_score", "overall_score", range(1, 11)),
 }
 
 
 def _plan_args(name: str, answer: dict) -> dict:
-    """The part of an answer the calculator takes (the chosen plan)."""
+    """The part of an answer the calculator takes (the chosen plan; risk: the register without scores)."""
+    if name == "roles/risk":
+        return {"entries": [{k: v for k, v in e.items() if k != "score"} for e in answer["entries"]]}
     key = {"roles/cto": "selection", "roles/coo": "assignments", "roles/cost": "plan", "roles/reconcile": "plan_id"}[name]
     return {key: answer[key]}
 
@@ -53,8 +57,10 @@ def test_the_oracle_claims_what_the_calculator_returned_on_its_plan(envs, name):
         check, answer = traj.turns[-3].executions, traj.turns[-2].executions
         assert [e.call.name for e in check] == [calculator] and [e.call.name for e in answer] == [s.answer.name]
         assert check[0].call.arguments == _plan_args(name, answer[0].call.arguments)
-        returned = json.loads(check[0].output)["output"][figure]
-        assert answer[0].call.arguments[claim] == returned
+        returned = json.loads(check[0].output)["output"]
+        assert answer[0].call.arguments[claim] == returned[figure]
+        if name == "roles/risk":  # every entry's score is copied too
+            assert answer[0].call.arguments["entries"] == returned["entries"]
         checked += 1
     assert checked >= 30
 
@@ -79,6 +85,12 @@ def test_the_calculator_agrees_with_the_verifier_on_any_plan(envs, name):
                           "unstaffed": [p for p, sid in pairs.items() if not sid]}
             elif name == "roles/cost":
                 answer = {"plan": {w["id"]: rng.choice(w["options"]) for w in public["workloads"]}}
+            elif name == "roles/risk":  # random rows of the dossier at random severities, scored
+                rows = [(a, r) for a, rs in public["artifacts"].items() if isinstance(rs, list) for r in rs]
+                drafts = [{"risk_type": "single_point_of_failure", "artifact": a, "item": str(next(iter(r.values()))),
+                           "likelihood": rng.randint(1, 4), "impact": rng.randint(1, 3), "mitigation": "accept_risk"}
+                          for a, r in rng.sample(rows, min(3, len(rows)))]
+                answer = risk.scored(drafts)
             else:
                 answer = {"plan_id": rng.choice(public["plans"])["id"], "conflicts": [], "binding_vetoes": []}
             session = env.session(task)
@@ -89,6 +101,8 @@ def test_the_calculator_agrees_with_the_verifier_on_any_plan(envs, name):
             assert right.details["components"]["claims_ok"] == 1.0, right.details["evidence"]
             value = result.value[figure]
             off = value + max(0.01 * abs(value), 0.01 if name == "roles/reconcile" else 1)
+            if name == "roles/risk":  # an integer within the schema's 0-12
+                off = value - 1 if value == 12 else value + 1
             wrong = env.verify(task, [ToolCall(submit, {**answer, claim: off})])
             assert wrong.details["components"]["claims_ok"] == 0.0 and wrong.reward == 0.0
 
@@ -113,11 +127,21 @@ def test_the_coo_calculator_refuses_unknown_or_repeated_projects_and_people(envs
     assert session.answer is None  # a calculator call is no answer
 
 
-def test_risk_has_no_calculator_and_its_oracle_answers_after_its_lookups(envs):
+def test_the_risk_calculator_scores_every_entry_and_a_wrong_entry_score_fails(envs):
     env = envs["roles/risk"]
-    for task in env.generate_tasks(20, 5):
-        s = env.scenario(task)
-        assert not s.checks and task.ground_truth == [*s.lookups, s.answer]
+    task = next(t for t in env.generate_tasks(20, 5, difficulty=(2, 2)) if not t.metadata["infeasible"])
+    s = env.scenario(task)
+    assert "score_register" in [spec.name for spec in env.tool_specs(2)]
+    assert task.ground_truth == [*s.lookups, *s.checks, s.answer]
+    out = env.session(task).execute("score_register", s.checks[0].arguments).value
+    assert all(e["score"] == e["likelihood"] * e["impact"] for e in out["entries"])
+    assert out["overall_score"] == max(e["score"] for e in out["entries"])
+    assert risk.scored([]) == {"entries": [], "overall_score": 0}
+    # a register that keeps the right overall score but claims one entry's score wrong scores 0
+    bad = json.loads(json.dumps(out))
+    bad["entries"][0]["score"] += 1
+    verdict = env.verify(task, [ToolCall("submit_register", bad)])
+    assert verdict.reward == 0.0 and verdict.details["components"]["claims_ok"] == 0.0
 
 
 def test_the_reconcile_calculator_answers_when_no_plan_can_be_scored(envs):

@@ -5,7 +5,8 @@ risky but are mitigated (a single replica with failover, a CVE fixed in the pinn
 Every label (type, evidence, likelihood, impact, mitigations) follows from the facts by rule, so the
 verifier is exact: entries are matched on (type, artifact, item); reward =
 0.5 identification F1 + 0.25 scoring accuracy (1 - |score error| / 12) + 0.25 mitigation quality
-(acceptable +1, forbidden -1), and 0 when a claimed score is not likelihood x impact. A dossier
+(acceptable +1, forbidden -1), and 0 when a claimed score is not likelihood x impact. The oracle
+reads the scores it claims off the score_register calculator, called on its draft register. A dossier
 with an artifact that cannot be read cannot be assessed: the right answer is to escalate.
 """
 
@@ -34,6 +35,7 @@ from officegym.envs.roles.base import (
 
 ROLE = "risk"
 SUBMIT = "submit_register"
+SCORE = "score_register"  # the calculator whose scores the answer claims
 TIERS = {"internal": 1, "customer": 2, "revenue": 3}
 LEVELS3 = {"low": 1, "medium": 2, "high": 3}
 DATA_CLASSES = {"internal": 1, "confidential": 2, "regulated": 3}
@@ -375,9 +377,10 @@ SYSTEM = (
     "Each entry gives risk_type, artifact, item (the row's key: component, domain, package, system, store, service, "
     "workstream, vendor or incident), likelihood L (1-4), impact I (1-3), score = L x I, and one mitigation code. "
     "overall_score is the highest entry score (0 for an empty register). Scores are recomputed; a score that is "
-    "not L x I, or an overall score that is not the highest, scores 0. If any artifact of the dossier cannot be "
-    "read, call {escalate}(reason) instead of submitting. Finish with exactly one call: {submit}(entries, "
-    "overall_score) or {escalate}(reason). The first answer is final.\nRule book:\n{rules}"
+    "not L x I, or an overall score that is not the highest, scores 0: call {score}(entries) on the draft "
+    "register and submit the register it returns. If any artifact of the dossier cannot be read, call "
+    "{escalate}(reason) instead. Finish with exactly one call: {submit}(entries, overall_score) or "
+    "{escalate}(reason). The first answer is final.\nRule book:\n{rules}"
 )
 
 
@@ -413,20 +416,40 @@ def generate(seed: int, difficulty: int) -> Scenario:
         cves = [] if infeasible or "dependencies" not in public["artifacts"] else [
             ToolCall("lookup_cve", {"package": row["package"]}) for row in public["artifacts"]["dependencies"]]
         lookups = (ToolCall("list_artifacts", {}), *reads, *cves)
+    checks: tuple[ToolCall, ...] = ()
     if infeasible:
         answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
     else:
-        entries = [{"risk_type": t["risk_type"], "artifact": t["artifact"], "item": t["item"],
-                    "likelihood": t["likelihood"], "impact": t["impact"], "score": t["likelihood"] * t["impact"],
-                    "mitigation": t["acceptable"][0]} for t in truth]
-        answer = ToolCall(SUBMIT, {"entries": entries, "overall_score": max(e["score"] for e in entries)})
+        # the claimed scores are what the calculator returns for the draft register
+        drafts = [{"risk_type": t["risk_type"], "artifact": t["artifact"], "item": t["item"],
+                   "likelihood": t["likelihood"], "impact": t["impact"], "mitigation": t["acceptable"][0]}
+                  for t in truth]
+        checks = (ToolCall(SCORE, {"entries": drafts}),)
+        answer = ToolCall(SUBMIT, scored(drafts))
     return Scenario(
         role=ROLE, seed=seed, difficulty=difficulty, infeasible=infeasible, inline=inline, public=public,
         private={"truth": truth, "why_infeasible": drawn["why"],
                  "optimum_note": f"the dossier holds {len(truth)} risk(s) and every artifact is readable"},
         brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
         template=f"{ROLE}/{'inline' if inline else 'tools'}" + ("/escalate" if infeasible else ""),
+        checks=checks,
     )
+
+
+def scored(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the score_register calculator returns: the entries with score = likelihood x impact after
+    their impact, and the overall score (the highest; 0 for none), in the shape submit_register takes."""
+    out = []
+    for e in entries:
+        row = {}
+        for k, v in e.items():
+            if k == "score":
+                continue
+            row[k] = v
+            if k == "impact":
+                row["score"] = e["likelihood"] * e["impact"]
+        out.append(row)
+    return {"entries": out, "overall_score": max((r["score"] for r in out), default=0)}
 
 
 def _artifact(s: Scenario, name: Any) -> Any:
@@ -457,6 +480,7 @@ READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "query_dependencies": _query,
     "lookup_cve": _cve,
     "get_financials": lambda s, a: _artifact(s, "budget"),
+    SCORE: lambda s, a: scored(a["entries"]),
 }
 ENTRY = {
     "type": "object",
@@ -472,6 +496,11 @@ ENTRY = {
     "required": ["risk_type", "artifact", "item", "likelihood", "impact", "score", "mitigation"],
     "additionalProperties": False,
 }
+# a draft entry: an entry of submit_register without its score, which the calculator adds. Only the
+# factors are spelled out: repeating the entry's enums would add ~350 prompt tokens to every scenario
+DRAFT = {"type": "object", "description": "an entry of " + SUBMIT + " without its score",
+         "properties": {k: ENTRY["properties"][k] for k in ("likelihood", "impact")},
+         "required": ["likelihood", "impact"]}
 SPECS = (
     tool("list_artifacts", "The artifacts of the dossier."),
     tool("read_artifact", "Every row of one artifact.", {"name": {"type": "string"}}, ["name"]),
@@ -480,6 +509,8 @@ SPECS = (
     tool("lookup_cve", "Every known CVE of a package: affected from `introduced` up to (not including) `fixed_in`, "
          "with its CVSS score.", {"package": {"type": "string"}}, ["package"]),
     tool("get_financials", "The budget artifact."),
+    tool(SCORE, "Calculator: the register with each entry's score (likelihood x impact) and the overall score, "
+         "ready to submit.", {"entries": {"type": "array", "items": DRAFT}}, ["entries"]),
     tool(SUBMIT, "Submit the risk register. Ends the episode.", {
         "entries": {"type": "array", "items": ENTRY},
         "overall_score": {"type": "integer", "minimum": 0, "maximum": 12},
@@ -554,11 +585,12 @@ class RiskEnvironment(RoleEnvironment):
     grader = staticmethod(grade)
 
     def system_prompt(self, scenario: Scenario) -> str:
-        return SYSTEM.format(submit=SUBMIT, escalate=ESCALATE, rules=rulebook(list(scenario.public["artifacts"])))
+        return SYSTEM.format(submit=SUBMIT, score=SCORE, escalate=ESCALATE,
+                             rules=rulebook(list(scenario.public["artifacts"])))
 
     def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
-        """Below TOOLS_FROM_LEVEL the dossier is in the brief: the answer tools alone (a reader there
-        only invites a call that teaches nothing)."""
+        """Below TOOLS_FROM_LEVEL the dossier is in the brief: the calculator and the answer tools alone
+        (a reader there only invites a call that teaches nothing)."""
         if difficulty is not None and difficulty < TOOLS_FROM_LEVEL:
-            return [s for s in SPECS if s.name in self.answer_tools]
+            return [s for s in SPECS if s.name in (SCORE, *self.answer_tools)]
         return list(SPECS)
