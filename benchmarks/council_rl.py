@@ -2,6 +2,7 @@
 
     python benchmarks/council_rl.py --out /tmp/council_rl [--seat reconcile] [--device auto]
         [--sft-steps 40] [--grpo-steps 20] [--prompts 4] [--generations 8] [--test-tasks 60]
+        [--micro-batch-tokens 2048]
 
 Stages (each skipped when its output exists, so a stopped run resumes): roles/council tasks
 (difficulty --difficulty, split train / validation / test) -> evaluation of the untrained model in
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch-size", type=int, default=64, help="rows decoded together in evaluation")
     ap.add_argument("--max-length", type=int, default=4096, help="SFT conversations longer than this are dropped")
+    ap.add_argument("--micro-batch-tokens", type=int, default=2048,
+                    help="tokens with gradient per micro-batch in SFT and GRPO (~4.5 MB each in float32 with LoRA: "
+                         "benchmarks/update_memory.py)")
     args = ap.parse_args(argv)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -135,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
               f"data.tasks={paths['train']}", f"data.val_tasks={paths['validation']}", f"council.train_seats=[{args.seat}]",
               f"council.max_rounds={args.rounds}", "logging.tensorboard=false", f"seed={args.seed}",
               f"rollout.max_new_tokens_per_turn={args.turn_tokens}", "checkpoint.keep_top_k=1"]
+    sft_tokens, grpo_tokens = f"sft.micro_batch_tokens={args.micro_batch_tokens}", f"grpo.micro_batch_tokens={args.micro_batch_tokens}"
     if args.threads:
         common.append(f"model.threads={args.threads}")
     rows = {
@@ -142,13 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         "greedy": evaluate("greedy", scripted_seat(args.seat, "greedy", args.rounds), test, args, out),
         "untrained": evaluate("untrained", model_policy(args.model), test, args, out),
     }
-    sft_model = train("sft", out / "sft", [*common, f"model.name={args.model}", "sft.source=council",
+    sft_model = train("sft", out / "sft", [*common, f"model.name={args.model}", "sft.source=council", sft_tokens,
                                           f"sft.max_steps={args.sft_steps}", "sft.batch_size=8", "sft.micro_batch_size=8",
                                           f"sft.max_length={args.max_length}", "sft.val_fraction_examples=0.0", "optim.lr=5e-4",
                                           "optim.min_lr=5e-5", "validation.every=0", "validation.accuracy=false",
                                           f"checkpoint.every={args.sft_steps}"])
     rows["sft"] = evaluate("sft", model_policy(str(sft_model)), test, args, out)
-    grpo_model = train("grpo", out / "grpo", [*common, f"model.name={sft_model}", f"grpo.max_steps={args.grpo_steps}",
+    grpo_model = train("grpo", out / "grpo", [*common, f"model.name={sft_model}", f"grpo.max_steps={args.grpo_steps}", grpo_tokens,
                                               f"grpo.num_prompts_per_step={args.prompts}",
                                               f"grpo.num_generations_per_prompt={args.generations}",
                                               f"grpo.micro_batch_size={args.generations}", "grpo.reward=outcome",
