@@ -6,7 +6,8 @@
 Both sides get the same model, the same prompts (the tasks rendered with officegym's tool template,
 domain tools only), the same group shape (--prompts x --generations), the same token budget (one
 turn of up to --max-new-tokens), precision, LoRA setting, learning rate and threads, and both train
-on every row (officegym's skip of zero-advantage rows is off). The reward is officegym's verifier of
+on every row (officegym's skip of zero-advantage rows is off), one group (--generations rows) per
+micro-batch, accumulated over the step's prompts. The reward is officegym's verifier of
 the calls in the completion. TRL (installed only for this benchmark: pip install trl==1.16.0) uses
 its default generation (transformers' generate) on CPU; officegym uses --backend (its vLLM engine by
 default, or its own hf: decoding loop). Each side runs in its own process; rounds alternate the two
@@ -87,8 +88,10 @@ def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
-    group = args.prompts * args.generations
-    config = GRPOConfig(output_dir=tempfile.mkdtemp(prefix="trl-bench-"), per_device_train_batch_size=group,
+    # one group per micro-batch on both sides (officegym: grpo.micro_batch_size = generations), the step
+    # accumulating the prompts' micro-batches: all 8 rows of 2 x 4 in one forward ran TRL out of 24 GB
+    config = GRPOConfig(output_dir=tempfile.mkdtemp(prefix="trl-bench-"), per_device_train_batch_size=args.generations,
+                        gradient_accumulation_steps=args.prompts,
                         num_generations=args.generations, max_completion_length=args.max_new_tokens,
                         learning_rate=args.lr, beta=0.0, temperature=1.0, max_steps=args.steps, logging_steps=1,
                         report_to=[], use_cpu=True, bf16=args.precision == "bf16", save_strategy="no",
