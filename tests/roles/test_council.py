@@ -193,3 +193,38 @@ def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
     assert rows[0]["seats"]["reconcile"] == "greedy-mediator" and rows[0]["trajectories"]["cto"]["turns"]
     assert scripted_seat("cto", "greedy").name == "greedy-cto" and scripted_seat("risk", "silent").share is False
     assert scripted_seat("reconcile", "silent") is None and scripted_seat("cto", "hf:model") is None
+
+
+def test_a_proposal_returns_its_tco_from_the_shared_prices_and_committing_it_passes(envs):
+    from officegym.envs.roles.council import evaluate
+
+    state = fresh_state(envs)
+    sel = state.scenario.private["selection"]
+    # before Cost shares its prices the proposal cannot be priced
+    early = state.propose("reconcile", sel).value
+    assert early["tco_12m_usd"] is None and state.events[-1]["tco_12m_usd"] is None
+    state.share("cost", ["all"])
+    out = state.propose("reconcile", sel).value
+    assert out["tco_12m_usd"] == evaluate(state.full, sel)["tco"] == state.events[-1]["tco_12m_usd"]
+    for seat in ("cto", "cost", "risk"):
+        state.respond(seat, out["plan_id"])
+    state.commit(out["plan_id"], out["tco_12m_usd"])
+    grade = score_council(state)
+    assert grade.components["claims_ok"] == 1.0 and grade.label != "hallucinated_number"
+    # one price missing: no figure
+    partial = fresh_state(envs)
+    partial.share("cost", [f for f in partial.facts if f.startswith("cost/monthly/")])
+    assert partial.propose("reconcile", sel).value["tco_12m_usd"] is None
+
+
+def test_the_scripted_mediator_commits_the_figure_its_proposal_returned(council_tasks):
+    outcomes = asyncio.run(run_councils(council_tasks[:12], team_of()))
+    checked = 0
+    for out in outcomes:
+        if out.state.outcome is None or out.state.outcome[0] != "commit":
+            continue
+        plan, claimed = out.state.outcome[1], out.state.outcome[2]
+        shown = [e["tco_12m_usd"] for e in out.state.events if e["act"] == "propose" and e["plan_id"] == plan]
+        assert shown == [claimed]
+        checked += 1
+    assert checked >= 5

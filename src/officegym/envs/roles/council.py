@@ -6,9 +6,10 @@ vendor risk scores, compliance tags, the risk ceiling and the required certifica
 solves the full-information problem (minimum 12-month TCO under every seat's constraints) and records
 which private facts bind.
 
-Acts are structured and checkable: `share` (typed fact records), `propose`, `object` (citing a
-reason code and a fact), `accept`, and the mediator's `commit` or `escalate`. `CouncilState` holds
-them; `score_council` turns a finished council into the team reward:
+Acts are structured and checkable: `share` (typed fact records), `propose` (which returns the plan's
+12-month TCO from the prices shared so far: the council's calculator, whose figure a commit copies),
+`object` (citing a reason code and a fact), `accept`, and the mediator's `commit` or `escalate`.
+`CouncilState` holds them; `score_council` turns a finished council into the team reward:
 
     R = clamp((feasible x optimum / TCO + 0.2 consensus - 0.1 unresolved - 0.05 extra_rounds) / 1.2, 0, 1)
 
@@ -421,8 +422,20 @@ class CouncilState:
         self.proposals[plan_id] = dict(selection)
         self.proposers[plan_id] = seat
         self.responses[plan_id] = {}
-        self._log(seat, "propose", plan_id=plan_id, selection=dict(selection))
-        return ToolResult({"plan_id": plan_id})
+        # the council's calculator: a commit copies this figure instead of doing the sum itself
+        figure = self.shared_tco(selection)
+        self._log(seat, "propose", plan_id=plan_id, selection=dict(selection), tco_12m_usd=figure)
+        return ToolResult({"plan_id": plan_id, "tco_12m_usd": figure})
+
+    def shared_tco(self, selection: dict[str, str]) -> int | None:
+        """A plan's 12-month TCO (12 x monthly + migration) from the Cost facts shared so far, computed
+        as the verifier does; None while a price of one of its options is not shared."""
+        shared = self.shared["cost"]
+        ids = [f"cost/{kind}/{o}" for o in selection.values() for kind in ("monthly", "migration")]
+        if not all(i in shared for i in ids):
+            return None
+        return sum(tco({"monthly_usd": self.facts[f"cost/monthly/{o}"]["value"],
+                        "migration_usd": self.facts[f"cost/migration/{o}"]["value"]}) for o in selection.values())
 
     def respond(self, seat: str, plan_id: str, reason: str | None = None, fact_id: str | None = None) -> ToolResult:
         if plan_id not in self.proposals:
@@ -572,7 +585,8 @@ MEDIATOR_SPECS = (
     tool("request_facts", "Ask a council member (cto, cost or risk) to share its private facts; returns the typed "
          "fact records it shares.", {"seat": {"type": "string", "enum": list(MEMBERS)}}, ["seat"]),
     tool("propose_plan", "Put a plan to the council; every member accepts it or objects, citing a reason code and a "
-         "fact. Returns the plan id and the responses.", {"selection": SELECTION}, ["selection"]),
+         "fact. Returns the plan id, its 12-month TCO from the prices shared so far (null while one is not) and "
+         "the responses.", {"selection": SELECTION}, ["selection"]),
     tool(COMMIT, "Commit a proposed plan. Ends the council.", {
         "plan_id": {"type": "string"},
         "claimed_tco": {"type": "number", "description": "the plan's 12-month TCO in dollars"},
@@ -584,7 +598,8 @@ MEDIATOR_SYSTEM = (
     "as typed records. Gather what you need, propose plans, and commit the plan with the lowest 12-month TCO "
     "(12 x monthly + migration) that satisfies every member's requirements. A commit earns a consensus bonus "
     "when every member accepted the plan; valid objections left unresolved and review rounds beyond the first "
-    "cost reward; an infeasible commit scores 0. claimed_tco is recomputed; a wrong figure scores 0. If no plan "
+    "cost reward; an infeasible commit scores 0. claimed_tco is recomputed and a wrong figure scores 0: claim the "
+    "tco_12m_usd that proposing the plan returned. If no plan "
     "can satisfy everyone, call {escalate}(reason). Finish with exactly one call: {commit}(plan_id, claimed_tco) "
     "or {escalate}(reason)."
 )
@@ -626,7 +641,7 @@ class CouncilSession(RoleSession):
                 else:
                     state.respond(seat, plan_id, reason, fact_id)
                     replies.append({"seat": seat, "act": "object", "reason_code": reason, "fact_id": fact_id})
-            return ToolResult({"plan_id": plan_id, "responses": replies})
+            return ToolResult({**result.value, "responses": replies})
         if args["plan_id"] not in state.proposals:
             return ToolResult(f"unknown plan {args['plan_id']!r}: commit a proposed plan", "rejected")
         return self._finish(super().execute(name, args), name)

@@ -44,7 +44,8 @@ MEMBER_SPECS = (
     tool("accept_plan", "Accept a proposed plan.", {"plan_id": {"type": "string"}}, ["plan_id"]),
 )
 MEDIATOR_LOOP_SPECS = (
-    tool("propose_plan", "Put a plan to the council; members answer in the next round.", {"selection": SELECTION},
+    tool("propose_plan", "Put a plan to the council; members answer in the next round. Returns the plan id and its "
+         "12-month TCO from the prices shared so far (null while one is not).", {"selection": SELECTION},
          ["selection"]),
     tool(COMMIT, "Commit a proposed plan. Ends the council.", {
         "plan_id": {"type": "string"}, "claimed_tco": {"type": "number", "description": "its 12-month TCO in dollars"}},
@@ -71,7 +72,8 @@ MEDIATOR_LOOP_SYSTEM = (
     "and commit the plan with the lowest 12-month TCO (12 x monthly + migration) that satisfies every member once "
     "all members accepted it. A commit earns a consensus bonus when every member accepted the plan; valid "
     "objections left unresolved and extra rounds cost reward; an infeasible commit scores 0; claimed_tco is "
-    "recomputed and a wrong figure scores 0. If no plan can satisfy everyone, call {escalate}(reason)."
+    "recomputed and a wrong figure scores 0: claim the tco_12m_usd that proposing the plan returned. If no plan "
+    "can satisfy everyone, call {escalate}(reason)."
 )
 
 
