@@ -137,6 +137,13 @@ def test_the_risk_calculator_scores_every_entry_and_a_wrong_entry_score_fails(en
     assert all(e["score"] == e["likelihood"] * e["impact"] for e in out["entries"])
     assert out["overall_score"] == max(e["score"] for e in out["entries"])
     assert risk.scored([]) == {"entries": [], "overall_score": 0}
+    # a draft submit_register would refuse is refused here, before the answer; a stale score is replaced
+    session = env.session(task)
+    wrong = [{**s.checks[0].arguments["entries"][0], "artifact": "crm-db"}]
+    refused = session.execute("score_register", {"entries": wrong})
+    assert refused.status == "rejected" and "entries[0].artifact" in refused.value and session.answer is None
+    stale = [{**e, "score": 1} for e in s.checks[0].arguments["entries"]]
+    assert session.execute("score_register", {"entries": stale}).value == out
     # a register that keeps the right overall score but claims one entry's score wrong scores 0
     bad = json.loads(json.dumps(out))
     bad["entries"][0]["score"] += 1

@@ -32,6 +32,7 @@ from officegym.envs.roles.base import (
     infeasible_seed,
     tool,
 )
+from officegym.envs.roles.schema import schema_error
 
 ROLE = "risk"
 SUBMIT = "submit_register"
@@ -452,6 +453,16 @@ def scored(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"entries": out, "overall_score": max((r["score"] for r in out), default=0)}
 
 
+def _score(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The calculator: refuses an entry that submit_register would refuse (its spec checks only the
+    factors, to keep the prompt short), so the mistake shows before the answer, then scores."""
+    for i, e in enumerate(entries):
+        error = schema_error(e, DRAFT_CHECK, f"entries[{i}]")
+        if error:
+            raise ToolRefusal(f"{error}; fix it before submitting")
+    return scored(entries)
+
+
 def _artifact(s: Scenario, name: Any) -> Any:
     if name not in s.public["artifacts"]:
         raise ToolRefusal(f"no artifact {name!r}; artifacts: {', '.join(s.public['artifacts'])}")
@@ -480,7 +491,7 @@ READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "query_dependencies": _query,
     "lookup_cve": _cve,
     "get_financials": lambda s, a: _artifact(s, "budget"),
-    SCORE: lambda s, a: scored(a["entries"]),
+    SCORE: lambda s, a: _score(a["entries"]),
 }
 ENTRY = {
     "type": "object",
@@ -501,6 +512,9 @@ ENTRY = {
 DRAFT = {"type": "object", "description": "an entry of " + SUBMIT + " without its score",
          "properties": {k: ENTRY["properties"][k] for k in ("likelihood", "impact")},
          "required": ["likelihood", "impact"]}
+# what the calculator checks a draft entry against: submit_register's entry, its score optional (the
+# calculator replaces it)
+DRAFT_CHECK = {**ENTRY, "required": [k for k in ENTRY["required"] if k != "score"]}
 SPECS = (
     tool("list_artifacts", "The artifacts of the dossier."),
     tool("read_artifact", "Every row of one artifact.", {"name": {"type": "string"}}, ["name"]),
