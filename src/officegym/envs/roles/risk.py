@@ -140,7 +140,7 @@ TYPES = (
              ("add_replica", "configure_failover")),
     RiskType("certificate_expiry", "certificates",
              "a certificate expiring within 30 days without auto-renewal. L by days_to_expiry: <=7->4, <=14->3, "
-             "<=21->2, else 1. I by tier.",
+             "<=21->2, else 1. I by tier: internal 1, customer 2, revenue 3.",
              lambda r, p: r["days_to_expiry"] <= 30 and not r["auto_renew"], lambda r, p: r["days_to_expiry"] <= 30,
              lambda r, p: _band(r["days_to_expiry"], (7, 14, 21), (4, 3, 2, 1)), lambda r, p: TIERS[r["tier"]],
              ("renew_certificate", "enable_auto_renew")),
@@ -182,7 +182,7 @@ TYPES = (
     RiskType("capacity_shortfall", "capacity_forecast",
              "projected peak (current_peak_rps x (1 + monthly_growth_pct/100) ^ horizon_months, or "
              "projected_peak_rps when given) above capacity_rps, unless autoscaling_max_rps covers it. L by "
-             "projected/capacity - 1: <=10%->2, <=25%->3, else 4. I by tier.",
+             "projected/capacity - 1: <=10%->2, <=25%->3, else 4. I by tier: internal 1, customer 2, revenue 3.",
              lambda r, p: projected_peak(r) > r["capacity_rps"] and (r["autoscaling_max_rps"] or 0) < projected_peak(r),
              lambda r, p: projected_peak(r) > 0.9 * r["capacity_rps"],
              lambda r, p: _band(projected_peak(r) / r["capacity_rps"] - 1, (0.10, 0.25), (2, 3, 4)),
@@ -330,7 +330,9 @@ def truth_of(public: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _draw(rng: random.Random, difficulty: int, infeasible: bool) -> dict[str, Any] | None:
     n_planted = round(1 + (difficulty - 1) * 7 / 9)
-    n_artifacts = 3 + (difficulty - 1) * 7 // 9
+    # levels 1-2 hold one and two artifacts (a curriculum a small model can start on: one rule to apply to
+    # a few rows); from level 3 the dossier grows as in version 1 of the generator
+    n_artifacts = difficulty if difficulty < 3 else 3 + (difficulty - 1) * 7 // 9
     n_decoys = round(n_planted * (difficulty - 1) / 9)
     indirect = difficulty >= INDIRECT_FROM_LEVEL
     chosen = sorted(rng.sample(tuple(ARTIFACTS), n_artifacts), key=tuple(ARTIFACTS).index)
@@ -594,6 +596,7 @@ class RiskEnvironment(RoleEnvironment):
     answer_tools = (SUBMIT, ESCALATE)
 
     generator = staticmethod(generate)
+    generator_version = 2  # version 2: one and two artifacts at levels 1 and 2 (three before)
     specs = tuple(SPECS)
     reader_table = READERS
     grader = staticmethod(grade)
