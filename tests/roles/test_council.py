@@ -228,3 +228,17 @@ def test_the_scripted_mediator_commits_the_figure_its_proposal_returned(council_
         assert shown == [claimed]
         checked += 1
     assert checked >= 5
+
+
+def test_a_scripted_mediator_claims_the_figure_the_proposal_event_carries():
+    """The event's figure is the source (what a trained seat copies); the shared prices only when it is null."""
+    facts = [{"id": "cost/monthly/db.a", "owner": "cost", "kind": "monthly_usd", "value": 100, "option": "db.a"}]
+    proposals = {"p1": {"db": "db.a"}}
+    responses = {"p1": {"cto": "accept", "cost": "accept", "risk": "accept"}}
+    shown = [{"act": "propose", "seat": "reconcile", "plan_id": "p1", "selection": {"db": "db.a"}, "tco_12m_usd": 4321}]
+    done = GreedyMediator()._commit_if_agreed(facts, proposals, responses, ["p1"], shown)
+    assert done is not None and done.tool_calls[0].arguments == {"plan_id": "p1", "claimed_tco": 4321}
+    shown[0]["tco_12m_usd"] = None
+    done = GreedyMediator()._commit_if_agreed(facts, proposals, responses, ["p1"], shown)
+    assert done.tool_calls[0].arguments["claimed_tco"] == 1200
+    assert GreedyMediator()._commit_if_agreed(facts, proposals, {"p1": {"cto": "accept"}}, ["p1"], shown) is None

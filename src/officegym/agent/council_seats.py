@@ -144,11 +144,20 @@ class _MediatorBase:
         raise NotImplementedError
 
     def _commit_if_agreed(self, facts: list[dict[str, Any]], proposals: dict[str, dict[str, str]],
-                          responses: dict[str, dict[str, str]], mine: list[str]) -> Completion | None:
+                          responses: dict[str, dict[str, str]], mine: list[str],
+                          events: list[dict[str, Any]]) -> Completion | None:
         if mine and all(responses.get(mine[-1], {}).get(s) == "accept" for s in MEMBERS):
-            claimed = self._tco(facts, proposals[mine[-1]])
-            return Completion(tool_calls=[ToolCall(COMMIT, {"plan_id": mine[-1], "claimed_tco": claimed})])
+            return self._commit(facts, proposals, mine[-1], events)
         return None
+
+    def _commit(self, facts: list[dict[str, Any]], proposals: dict[str, dict[str, str]], plan_id: str,
+                events: list[dict[str, Any]]) -> Completion:
+        """Commit `plan_id`, claiming the TCO its proposal returned (what a trained seat learns to copy);
+        summed from the shared prices only if the proposal had none."""
+        figure = next((e.get("tco_12m_usd") for e in events if e.get("act") == "propose" and e.get("plan_id") == plan_id),
+                      None)
+        claimed = figure if figure is not None else self._tco(facts, proposals[plan_id])
+        return Completion(tool_calls=[ToolCall(COMMIT, {"plan_id": plan_id, "claimed_tco": claimed})])
 
 
 class ScriptedMediator(_MediatorBase):
@@ -159,8 +168,9 @@ class ScriptedMediator(_MediatorBase):
 
     def _one(self, r: PolicyRequest) -> Completion:
         scenario = _scenario(r)
-        facts, proposals, responses, mine = self._read(_events(r.messages))
-        agreed = self._commit_if_agreed(facts, proposals, responses, mine)
+        events = _events(r.messages)
+        facts, proposals, responses, mine = self._read(events)
+        agreed = self._commit_if_agreed(facts, proposals, responses, mine, events)
         if agreed is not None:
             return agreed
         if mine and len(responses.get(mine[-1], {})) < len(MEMBERS):
@@ -190,14 +200,13 @@ class GreedyMediator(_MediatorBase):
         scenario = _scenario(r)
         events = _events(r.messages)
         facts, proposals, responses, mine = self._read(events)
-        agreed = self._commit_if_agreed(facts, proposals, responses, mine)
+        agreed = self._commit_if_agreed(facts, proposals, responses, mine, events)
         if agreed is not None:
             return agreed
         if not any(f["owner"] == "cost" for f in facts):
             return Completion(text="Waiting for prices.")
         if mine and r.turn + 1 >= self.max_rounds:
-            claimed = self._tco(facts, proposals[mine[-1]])
-            return Completion(tool_calls=[ToolCall(COMMIT, {"plan_id": mine[-1], "claimed_tco": claimed})])
+            return self._commit(facts, proposals, mine[-1], events)
         banned = {f.split("/")[-1] for e in events if e.get("act") == "object" for f in [e.get("fact_id") or ""]}
         tried = [proposals[p] for p in mine]
         comps = scenario.public["components"]
