@@ -2,7 +2,7 @@
 
     python benchmarks/council_rl.py --out /tmp/council_rl [--seat reconcile] [--device auto]
         [--sft-steps 40] [--grpo-steps 20] [--prompts 4] [--generations 8] [--test-tasks 60]
-        [--micro-batch-tokens 2048] [--val-every 5] [--temperature 1.0]
+        [--micro-batch-tokens 2048] [--val-every 5] [--temperature 1.0] [--dynamic-sampling off]
 
 Stages (each skipped when its output exists, so a stopped run resumes): roles/council tasks
 (difficulty --difficulty, split train / validation / test) -> evaluation of the untrained model in
@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64, help="rows decoded together in evaluation")
     ap.add_argument("--max-length", type=int, default=4096, help="SFT conversations longer than this are dropped")
     ap.add_argument("--temperature", type=float, default=1.0, help="GRPO's rollout temperature")
+    ap.add_argument("--dynamic-sampling", default="off", choices=("off", "skip", "refill"),
+                    help="refill: sample further prompt batches until the step has --prompts groups whose councils differ")
+    ap.add_argument("--max-refill-batches", type=int, default=2)
     ap.add_argument("--val-every", type=int, default=5,
                     help="GRPO validates on the validation councils every N steps and at the start (0: never; each "
                          "validation plays --val-tasks councils)")
@@ -163,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                                               f"grpo.micro_batch_size={args.generations}", "grpo.reward=outcome",
                                               f"optim.lr={args.lr}", f"optim.min_lr={args.lr}",
                                               f"rollout.max_new_tokens_per_episode={args.turn_tokens * args.rounds}",
-                                              f"rollout.temperature={args.temperature}", f"validation.every={args.val_every}",
+                                              f"rollout.temperature={args.temperature}", f"grpo.dynamic_sampling={args.dynamic_sampling}",
+                                              f"grpo.max_refill_batches={args.max_refill_batches}", f"validation.every={args.val_every}",
                                               f"validation.at_start={str(args.val_every > 0).lower()}",
                                               f"validation.accuracy={str(args.val_every > 0).lower()}", f"checkpoint.every={args.grpo_steps}"])
     rows["grpo"] = evaluate("grpo", model_policy(str(grpo_model)), test, args, out)
