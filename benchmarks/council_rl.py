@@ -3,6 +3,7 @@
     python benchmarks/council_rl.py --out /tmp/council_rl [--seat reconcile] [--device auto]
         [--sft-steps 40] [--grpo-steps 20] [--prompts 4] [--generations 8] [--test-tasks 60]
         [--micro-batch-tokens 2048] [--val-every 5] [--temperature 1.0] [--dynamic-sampling off]
+        [--teachers scripted,recovering] [--sft-min-reward 0.95]
 
 Stages (each skipped when its output exists, so a stopped run resumes): roles/council tasks
 (difficulty --difficulty, split train / validation / test) -> evaluation of the untrained model in
@@ -122,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64, help="rows decoded together in evaluation")
     ap.add_argument("--max-length", type=int, default=4096, help="SFT conversations longer than this are dropped")
     ap.add_argument("--temperature", type=float, default=1.0, help="GRPO's rollout temperature")
+    ap.add_argument("--teachers", default="scripted",
+                    help="comma list of SFT teachers at the seat: scripted, recovering (mediator: the cheapest plan "
+                         "first, the scripted plan after an objection)")
+    ap.add_argument("--sft-min-reward", type=float, default=1.0,
+                    help="SFT keeps councils at this team reward or more (a recovering council: ~0.958)")
     ap.add_argument("--dynamic-sampling", default="off", choices=("off", "skip", "refill"),
                     help="refill: sample further prompt batches until the step has --prompts groups whose councils differ")
     ap.add_argument("--max-refill-batches", type=int, default=2)
@@ -155,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "untrained": evaluate("untrained", model_policy(args.model), test, args, out),
     }
     sft_model = train("sft", out / "sft", [*common, f"model.name={args.model}", "sft.source=council", sft_tokens,
+                                          f"council.teachers=[{args.teachers}]", f"sft.min_reward={args.sft_min_reward}",
                                           f"sft.max_steps={args.sft_steps}", "sft.batch_size=8", "sft.micro_batch_size=8",
                                           f"sft.max_length={args.max_length}", "sft.val_fraction_examples=0.0", "optim.lr=5e-4",
                                           "optim.min_lr=5e-5", "validation.every=0", "validation.accuracy=false",

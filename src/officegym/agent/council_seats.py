@@ -3,7 +3,8 @@
 `ScriptedMember` (truthful: shares its facts, accepts or objects to each proposal with a valid
 reason), `GreedyMember` (judges proposals on its headline requirement alone), `ScriptedMediator`
 (solves on the shared facts, proposes, commits on consensus, escalates when nothing is feasible)
-and `GreedyMediator` (cheapest plan on prices alone, then the next one after each objection). They
+and `GreedyMediator` (cheapest plan on prices alone, then the next one after each objection), and
+`RecoveringMediator` (an SFT teacher: the cheapest plan first, then the scripted one). They
 read the council from their conversation, as a model seat does, and the scenario from the task.
 """
 
@@ -186,6 +187,33 @@ class ScriptedMediator(_MediatorBase):
         return Completion(tool_calls=[ToolCall("propose_plan", {"selection": selection})])
 
 
+class RecoveringMediator(ScriptedMediator):
+    """A teacher for SFT: opens with the cheapest plan on the shared prices (the greedy mediator's
+    first proposal) when that is not the scripted plan, then plays as the scripted mediator, so its
+    conversations show objections answered by a new proposal and a commit only after every member
+    accepted; the scripted mediator's own conversations never meet an objection."""
+
+    name = "recovering-mediator"
+
+    def _one(self, r: PolicyRequest) -> Completion:
+        scenario = _scenario(r)
+        facts, _, _, mine = self._read(_events(r.messages))
+        if not mine:
+            kind, what = plan_from_facts(scenario.public["components"], facts)
+            if kind == "plan":
+                comps = scenario.public["components"]
+                cheapest = dict(zip((c["component"] for c in comps), by_price(comps, self._prices(facts))[0]))
+                if cheapest != what[1]:
+                    return Completion(tool_calls=[ToolCall("propose_plan", {"selection": cheapest})])
+        return super()._one(r)
+
+
+def by_price(components: Sequence[dict[str, Any]], prices: dict[str, float]) -> list[tuple[str, ...]]:
+    """Every plan (one option per component) in order of 12-month TCO on `prices`, ties by name."""
+    return sorted(itertools.product(*(c["options"] for c in components)),
+                  key=lambda combo: (sum(prices.get(o, 0) for o in combo), combo))
+
+
 class GreedyMediator(_MediatorBase):
     """A price-only heuristic: proposes plans in order of 12-month TCO from the Cost facts, skipping
     options named in objections, and commits the first one every member accepts (or, in the last
@@ -210,10 +238,7 @@ class GreedyMediator(_MediatorBase):
         banned = {f.split("/")[-1] for e in events if e.get("act") == "object" for f in [e.get("fact_id") or ""]}
         tried = [proposals[p] for p in mine]
         comps = scenario.public["components"]
-        prices = self._prices(facts)
-        ranked = sorted(itertools.product(*(c["options"] for c in comps)),
-                        key=lambda combo: (sum(prices.get(o, 0) for o in combo), combo))
-        for combo in ranked:
+        for combo in by_price(comps, self._prices(facts)):
             selection = dict(zip((c["component"] for c in comps), combo))
             if selection not in tried and not banned & set(combo):
                 return Completion(tool_calls=[ToolCall("propose_plan", {"selection": selection})])
@@ -227,13 +252,14 @@ def team_of(mediator: Policy | None = None, **members: Policy) -> dict[str, Poli
     return seats
 
 
-SCRIPTED_SEATS = ("scripted", "oracle", "greedy", "silent")
+SCRIPTED_SEATS = ("scripted", "oracle", "greedy", "silent", "recovering")
 
 
 def scripted_seat(seat: str, spec: str, max_rounds: int = DEFAULT_ROUNDS) -> Policy | None:
     """The scripted policy `spec` names for `seat`, or None when `spec` is not a scripted one:
     "scripted" or "oracle" (a truthful member; the mediator that solves on the shared facts),
-    "greedy" (GreedyMember; GreedyMediator), "silent" (a member that never shares)."""
+    "greedy" (GreedyMember; GreedyMediator), "silent" (a member that never shares), "recovering"
+    (RecoveringMediator)."""
     if seat not in SEATS:
         raise ValueError(f"unknown seat {seat!r}; the seats are {', '.join(SEATS)}")
     if spec in ("scripted", "oracle"):
@@ -242,8 +268,10 @@ def scripted_seat(seat: str, spec: str, max_rounds: int = DEFAULT_ROUNDS) -> Pol
         return GreedyMediator(max_rounds) if seat == MEDIATOR else GreedyMember(seat)
     if spec == "silent" and seat in MEMBERS:
         return ScriptedMember(seat, share=False)
+    if spec == "recovering" and seat == MEDIATOR:
+        return RecoveringMediator()
     return None
 
 
-__all__ = ["SCRIPTED_SEATS", "GreedyMediator", "GreedyMember", "ScriptedMediator", "ScriptedMember", "scripted_seat",
-           "team_of"]
+__all__ = ["SCRIPTED_SEATS", "GreedyMediator", "GreedyMember", "RecoveringMediator", "ScriptedMediator", "ScriptedMember",
+           "by_price", "scripted_seat", "team_of"]

@@ -395,6 +395,20 @@ class CouncilTrainConfig(Section):
     seats: dict[str, str] = Field(default_factory=dict, description="the other seats' fixed policies: scripted "
                                   "(default), oracle, greedy, silent (members), or a model spec (openai:MODEL, hf:PATH)")
     max_rounds: int = Field(4, ge=1, description="council rounds (members, then the mediator)")
+    teachers: list[str] = Field(default_factory=lambda: ["scripted"], min_length=1,
+                                description="sft.source=council: the scripted policies whose conversations at "
+                                "train_seats SFT imitates, each playing every train task: scripted, recovering "
+                                "(the mediator: the cheapest plan first, the scripted plan after an objection)")
+
+    @model_validator(mode="after")
+    def _check_teachers(self) -> CouncilTrainConfig:
+        bad = [t for t in self.teachers if t not in ("scripted", "oracle", "recovering")]
+        if bad:
+            raise ValueError(f"council.teachers: unknown teacher(s) {', '.join(map(repr, bad))}; "
+                             "choose from scripted, oracle, recovering")
+        if "recovering" in self.teachers and any(s != "reconcile" for s in self.train_seats):
+            raise ValueError("council.teachers: recovering teaches the mediator's seat (reconcile) only")
+        return self
 
 
 class GRPORunConfig(RunConfig):

@@ -74,9 +74,9 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
         c = cfg.council
         try:
             train = encode_all(renderer, council_conversations(train_tasks, c.train_seats, c.seats, c.max_rounds,
-                                                               s.min_reward, report), s.max_length, report)
+                                                               s.min_reward, report, c.teachers), s.max_length, report)
             val = encode_all(renderer, council_conversations(val_tasks, c.train_seats, c.seats, c.max_rounds,
-                                                             s.min_reward, report), s.max_length, report)
+                                                             s.min_reward, report, c.teachers), s.max_length, report)
         except ValueError as exc:
             raise TrainingSetupError(str(exc)) from None
     else:

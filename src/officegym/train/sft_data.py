@@ -103,27 +103,33 @@ def ground_truth_conversations(env: Any, tasks: Sequence[Task], calls_per_turn: 
 
 
 def council_conversations(tasks: Sequence[Task], train_seats: Sequence[str], others: dict[str, str], max_rounds: int,
-                          min_reward: float, report: BuildReport) -> list[Conversation]:
-    """The scripted (oracle) seats' conversations at `train_seats`, in councils over `tasks` with the
-    other seats as `others` names them (scripted by default); kept where the team reward reaches
-    `min_reward`. Each conversation is one seat's, with the council's news between its turns."""
+                          min_reward: float, report: BuildReport,
+                          teachers: Sequence[str] = ("scripted",)) -> list[Conversation]:
+    """The scripted `teachers`' conversations at `train_seats` (each teacher plays every task), in
+    councils over `tasks` with the other seats as `others` names them (scripted by default); kept
+    where the team reward reaches `min_reward`. Each conversation is one seat's, with the council's
+    news between its turns."""
     from officegym.agent.council import CouncilConfig, run_councils
     from officegym.agent.council_seats import scripted_seat
     from officegym.envs.roles.council_episode import seat_specs
 
-    seats = {seat: scripted_seat(seat, others.get(seat, "scripted") if seat not in train_seats else "scripted",
-                                 max_rounds) for seat in (*train_seats, *others)}
-    if any(p is None for p in seats.values()):
-        bad = sorted(s for s, p in seats.items() if p is None)
-        raise ValueError(f"council SFT plays scripted seats only; {', '.join(bad)} name(s) another policy")
-    outcomes = asyncio.run(run_councils(list(tasks), seats, CouncilConfig(max_rounds=max_rounds)))
     out = []
-    for task, outcome in zip(tasks, outcomes):
-        if outcome.reward < min_reward:
-            report.drop(f"council below min_reward {min_reward}")
-            continue
-        for seat in train_seats:
-            out.append(Conversation(f"council:{task.id}:{seat}", outcome.trajectories[seat].messages, seat_specs(seat)))
+    for teacher in teachers:
+        seats = {seat: scripted_seat(seat, teacher if seat in train_seats else others.get(seat, "scripted"), max_rounds)
+                 for seat in (*train_seats, *others)}
+        if any(p is None for p in seats.values()):
+            bad = sorted(s for s, p in seats.items() if p is None)
+            raise ValueError(f"council SFT plays scripted seats only; {', '.join(bad)} name(s) another policy "
+                             f"(teacher {teacher!r})")
+        outcomes = asyncio.run(run_councils(list(tasks), seats, CouncilConfig(max_rounds=max_rounds)))
+        tag = "" if teacher == "scripted" else f":{teacher}"
+        for task, outcome in zip(tasks, outcomes):
+            if outcome.reward < min_reward:
+                report.drop(f"council below min_reward {min_reward}")
+                continue
+            for seat in train_seats:
+                out.append(Conversation(f"council:{task.id}:{seat}{tag}", outcome.trajectories[seat].messages,
+                                        seat_specs(seat)))
     report.conversations += len(out)
     return out
 
