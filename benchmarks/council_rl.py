@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grpo-steps", type=int, default=20)
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--generations", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--lr", type=float, default=3e-4, help="GRPO's learning rate")
+    ap.add_argument("--sft-lr", type=float, default=5e-4, help="SFT's peak learning rate (cosine to a tenth)")
     ap.add_argument("--batch-size", type=int, default=64, help="rows decoded together in evaluation")
     ap.add_argument("--max-length", type=int, default=4096, help="SFT conversations longer than this are dropped")
     ap.add_argument("--temperature", type=float, default=1.0, help="GRPO's rollout temperature")
@@ -163,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     sft_model = train("sft", out / "sft", [*common, f"model.name={args.model}", "sft.source=council", sft_tokens,
                                           f"council.teachers=[{args.teachers}]", f"sft.min_reward={args.sft_min_reward}",
                                           f"sft.max_steps={args.sft_steps}", "sft.batch_size=8", "sft.micro_batch_size=8",
-                                          f"sft.max_length={args.max_length}", "sft.val_fraction_examples=0.0", "optim.lr=5e-4",
-                                          "optim.min_lr=5e-5", "validation.every=0", "validation.accuracy=false",
+                                          f"sft.max_length={args.max_length}", "sft.val_fraction_examples=0.0", f"optim.lr={args.sft_lr}",
+                                          f"optim.min_lr={args.sft_lr / 10}", "validation.every=0", "validation.accuracy=false",
                                           f"checkpoint.every={args.sft_steps}"])
     rows["sft"] = evaluate("sft", model_policy(str(sft_model)), test, args, out)
     grpo_model = train("grpo", out / "grpo", [*common, f"model.name={sft_model}", f"grpo.max_steps={args.grpo_steps}", grpo_tokens,
