@@ -184,7 +184,13 @@ class ScriptedMediator(_MediatorBase):
         _, selection = what
         if any(proposals[p] == selection for p in mine):
             return Completion(tool_calls=[ToolCall(ESCALATE, {"reason": "the members reject every plan the facts allow"})])
+        selection = self._opening(scenario.public["components"], facts, selection) if not mine else selection
         return Completion(tool_calls=[ToolCall("propose_plan", {"selection": selection})])
+
+    def _opening(self, components: list[dict[str, Any]], facts: list[dict[str, Any]],
+                 best: dict[str, str]) -> dict[str, str]:
+        """The first proposal, given the best plan on the shared facts: that plan."""
+        return best
 
 
 class RecoveringMediator(ScriptedMediator):
@@ -195,17 +201,10 @@ class RecoveringMediator(ScriptedMediator):
 
     name = "recovering-mediator"
 
-    def _one(self, r: PolicyRequest) -> Completion:
-        scenario = _scenario(r)
-        facts, _, _, mine = self._read(_events(r.messages))
-        if not mine:
-            kind, what = plan_from_facts(scenario.public["components"], facts)
-            if kind == "plan":
-                comps = scenario.public["components"]
-                cheapest = dict(zip((c["component"] for c in comps), by_price(comps, self._prices(facts))[0]))
-                if cheapest != what[1]:
-                    return Completion(tool_calls=[ToolCall("propose_plan", {"selection": cheapest})])
-        return super()._one(r)
+    def _opening(self, components: list[dict[str, Any]], facts: list[dict[str, Any]],
+                 best: dict[str, str]) -> dict[str, str]:
+        """The cheapest plan on the shared prices; the best one follows the objection it meets."""
+        return dict(zip((c["component"] for c in components), by_price(components, self._prices(facts))[0]))
 
 
 def by_price(components: Sequence[dict[str, Any]], prices: dict[str, float]) -> list[tuple[str, ...]]:
