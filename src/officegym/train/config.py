@@ -188,6 +188,7 @@ class ModelConfig(Section):
     chat_template: Literal["auto", "officegym", "model"] = "auto"
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the cores this process may use)")
     gradient_checkpointing: bool = False
+    cuda_graphs: bool = Field(True, description="on a GPU, hf: generation replays each batch's decoding step from a CUDA graph")
 
 
 class LoraConfig(Section):

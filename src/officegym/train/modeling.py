@@ -294,7 +294,7 @@ def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
     amp = None if tm.amp_dtype is None else str(tm.amp_dtype).removeprefix("torch.")
     return HFPolicy.from_module(tm.base, tm.tokenizer, name=f"hf:{cfg.model.name}", threads=cfg.model.threads,
                                 batch_size=cfg.rollout.batch_size, chat_template=cfg.model.chat_template,
-                                autocast_dtype=amp)
+                                autocast_dtype=amp, cuda_graphs=cfg.model.cuda_graphs)
 
 
 def release_generation(policy: Any) -> None:
