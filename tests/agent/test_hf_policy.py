@@ -634,3 +634,25 @@ def test_cuda_graph_decoding_equals_eager_decoding(tiny_dir, autocast):
         for w, g in zip(turn_want, turn_got):
             assert g.completion_ids == w.completion_ids
             assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-3)
+
+
+def test_batches_of_mixed_tool_sets_generate_what_split_batches_do(tiny_dir):
+    """One batch of mixed tool sets (the GPU default) gives each request what a batch per tool set gives."""
+    other_tools = [ToolSpec("calendar_delete_event", "Deletes the event with the given id.",
+                            {"type": "object", "properties": {"event_id": {"type": "string"}}, "required": ["event_id"]})]
+    requests = [PolicyRequest(messages=[SYSTEM, {"role": "user", "content": u}], tools=TOOLS if k % 2 else other_tools)
+                for k, u in enumerate(USERS * 2)]
+    params = SamplingParams(temperature=0.0, max_new_tokens=8)
+    split = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8)
+    whole = HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=8, split_prefixes=False)
+    want, got = split.complete_sync(requests, params), whole.complete_sync(requests, params)
+    prompts = {i: whole.prompt_ids(r) for i, r in enumerate(requests)}
+    order = sorted(prompts, key=lambda i: prompts[i])
+    assert len(split._chunks(order, prompts)) == 2 and len(whole._chunks(order, prompts)) == 1
+    for w, g in zip(want, got):
+        assert g.completion_ids == w.completion_ids
+        assert torch.allclose(torch.tensor(g.logprobs), torch.tensor(w.logprobs), atol=1e-4)
+    turn1 = whole.complete_sync([_next_request(r, c) for r, c in zip(requests, got)], params)
+    assert whole.stats["conversation_reused_tokens"] > 0
+    for c in turn1:
+        assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(whole, c, 1.0), atol=1e-4)

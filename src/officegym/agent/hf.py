@@ -132,7 +132,8 @@ class HFPolicy:
     run the forward passes under torch.autocast in that dtype (fp32 weights, e.g. a trainer's).
     `conversation_cache_mb`: memory for the conversations' keys and values kept between turns
     (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token). `cuda_graphs`: on a GPU, replay
-    each batch's decoding step from a CUDA graph (off: eager steps, as on a CPU).
+    each batch's decoding step from a CUDA graph (off: eager steps, as on a CPU). `split_prefixes`:
+    batch only requests that share most of their prompt (default: on a CPU, off on a GPU; `_chunks`).
     `HFPolicy.from_module` wraps a module a trainer owns instead of loading one.
     Nothing heavy happens until the first `complete` (or `load()`).
 
@@ -154,6 +155,7 @@ class HFPolicy:
         autocast_dtype: str | None = None,
         conversation_cache_mb: float = DEFAULT_BUDGET_MB,
         cuda_graphs: bool = True,
+        split_prefixes: bool | None = None,
     ):
         if device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
@@ -177,6 +179,7 @@ class HFPolicy:
         self.chat_template_option = chat_template
         self.autocast_dtype = autocast_dtype
         self.cuda_graphs = bool(cuda_graphs)
+        self.split_prefixes = split_prefixes
         self.graph_failure: str | None = None  # why recording a decoding graph failed (then eager steps)
         self.template_name = ""
         self.warnings: list[str] = []  # chat-template problems found while building the ledger
@@ -566,7 +569,12 @@ class HFPolicy:
     def _chunks(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
         """Split the sorted requests into batches of at most batch_size, starting a new one where
         adding a prompt would shorten the batch's shared prefix by more than SPLIT_SHARED_LOSS
-        tokens (every row would then prefill those tokens itself)."""
+        tokens (every row would then prefill those tokens itself). With `split_prefixes` off (the
+        default on a GPU) only batch_size splits: there a decoding step costs about the same for 8
+        rows as for 128, so each extra batch adds its whole decoding time, while the prefill the
+        split would save is a single cheap forward."""
+        if not self._split_prefixes():
+            return [order[k : k + self.batch_size] for k in range(0, len(order), self.batch_size)]
         chunks: list[list[int]] = []
         shared = 0
         for i in order:
@@ -583,6 +591,11 @@ class HFPolicy:
                     continue
             chunks.append([i])
         return chunks
+
+    def _split_prefixes(self) -> bool:
+        if self.split_prefixes is not None:
+            return self.split_prefixes
+        return self._device is None or self._device.type != "cuda"
 
     def _completion(self, row: _Row, params: SamplingParams, seconds: float) -> Completion:
         ids = row.ids
