@@ -1,0 +1,151 @@
+"""The quickstart's GRPO on several seeds from one SFT checkpoint, and the paired test per seed.
+
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 [--parallel] [-- OVERRIDES...]
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --report
+
+Phase A runs `officegym pipeline --config CONFIG` up to eval_sft once, in OUT/seed<first>; its
+folder is copied to the other seeds' folders, and phase B runs the rest of the pipeline (GRPO,
+its evaluation, the report) in each with `grpo.seed=N`, one after another or, with --parallel, at
+once. OVERRIDES (after `--`) go to every pipeline run (e.g. `grpo.model.device=cuda`).
+--deadline stops what still runs after that many seconds with SIGINT, as Ctrl-C would: GRPO
+saves the step in flight and stops (a rerun of the same command resumes it).
+Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
+with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
+the validation curve and the stage times (each folder's timings.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PHASE_A = "stages=[world,tasks,eval_base,sft,eval_sft]"
+SHARED = ("world", "tasks", "eval_base", "sft", "eval_sft")
+
+
+def _pipeline(config: str, out: Path, extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "officegym.cli", "pipeline", "--config", config, f"out_dir={out}", *extra]
+
+
+def _run(commands: list[tuple[list[str], Path]], deadline: float | None) -> list[int]:
+    """Start the commands (output to each one's log), SIGINT what still runs at the deadline."""
+    procs = []
+    for cmd, log in commands:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        procs.append(subprocess.Popen(cmd, stdout=log.open("a"), stderr=subprocess.STDOUT))
+    interrupted = False
+    while any(p.poll() is None for p in procs):
+        if deadline is not None and time.monotonic() > deadline and not interrupted:
+            print("deadline: interrupting", flush=True)
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            interrupted = True
+        time.sleep(1)
+    return [p.returncode for p in procs]
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _acc(comparison_acc: float, n: int) -> str:
+    lo, hi = _wilson(round(comparison_acc * n), n)
+    return f"{100 * comparison_acc:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def report(out: Path, seeds: list[int]) -> None:
+    from officegym.eval.stats import paired_outcomes
+
+    print("| seed | after SFT | after GRPO | gained / lost | McNemar p | model evaluated | validation (step: accuracy) |"
+          " GRPO s | eval_grpo s |")
+    print("|---:|---:|---:|---:|---:|---|---|---:|---:|")
+    for seed in seeds:
+        run = out / f"seed{seed}"
+        sft, grpo = _rows(run / "eval_sft" / "rollouts.jsonl"), _rows(run / "eval_grpo" / "rollouts.jsonl")
+        metrics = _rows(run / "grpo" / "metrics.jsonl")
+        curve, seen = [], set()
+        for m in metrics:
+            if "val/accuracy" in m and m["step"] not in seen:
+                seen.add(m["step"])
+                curve.append(f"{m['step']}: {100 * m['val/accuracy']:.0f}")
+        steps = max((m["step"] for m in metrics if "train/reward_mean" in m), default=0)
+        timings = json.loads((run / "timings.json").read_text()) if (run / "timings.json").is_file() else {}
+        log = run / "pipeline.log"
+        found = re.findall(r"done: model in \S+ \((step \d+|the last step)", log.read_text(errors="replace")) if log.is_file() else []
+        export = found[-1] if found else "?"
+        if sft and grpo:
+            cmp = paired_outcomes(sft, grpo)
+            cells = [_acc(cmp.accuracy_a, cmp.n), _acc(cmp.accuracy_b, cmp.n), f"{cmp.only_b} / {cmp.only_a}",
+                     f"{cmp.p_value:.2g}"]
+        else:
+            cells = ["", f"(no eval_grpo; {steps} GRPO steps)", "", ""]
+        print(f"| {seed} | " + " | ".join(cells) + f" | {export} | {', '.join(curve)} | {timings.get('grpo', 0):.0f} |"
+              f" {timings.get('eval_grpo', 0):.0f} |")
+    first = out / f"seed{seeds[0]}" / "timings.json"
+    if first.is_file():
+        shared = json.loads(first.read_text())
+        print("\nshared stages (s): " + ", ".join(f"{k} {shared[k]:.1f}" for k in SHARED if k in shared))
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    extra: list[str] = []
+    if "--" in argv:
+        k = argv.index("--")
+        argv, extra = argv[:k], argv[k + 1 :]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--config", default="configs/quickstart.yaml")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--parallel", action="store_true", help="run the seeds' GRPO at once (one machine, shared)")
+    ap.add_argument("--deadline", type=float, default=None, help="seconds from now; then SIGINT")
+    ap.add_argument("--report", action="store_true", help="only print the table of existing runs")
+    args = ap.parse_args(argv)
+    if not args.report:
+        start = time.monotonic()
+        deadline = None if args.deadline is None else start + args.deadline
+        first = args.out / f"seed{args.seeds[0]}"
+        print(f"phase A: {first}", flush=True)
+        (rc,) = _run([(_pipeline(args.config, first, [PHASE_A, *extra]), first / "pipeline.log")], deadline)
+        if rc != 0 or not (first / "eval_sft" / "metrics.json").is_file():
+            sys.exit(f"phase A failed (exit {rc}): see {first / 'pipeline.log'}")
+        print(f"phase A done in {time.monotonic() - start:.0f} s", flush=True)
+        for seed in args.seeds[1:]:
+            run = args.out / f"seed{seed}"
+            for name in SHARED:
+                if not (run / name).exists():
+                    shutil.copytree(first / name, run / name)
+        jobs = [(_pipeline(args.config, args.out / f"seed{s}", [f"grpo.seed={s}", *extra]),
+                 args.out / f"seed{s}" / "pipeline.log") for s in args.seeds]
+        if args.parallel:
+            _run(jobs, deadline)
+        else:
+            for job in jobs:
+                _run([job], deadline)
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+        print(f"phase B done at {time.monotonic() - start:.0f} s", flush=True)
+    report(args.out, args.seeds)
+
+
+if __name__ == "__main__":
+    main()
