@@ -1,0 +1,46 @@
+"""benchmarks/quickstart_seeds.py: the per-seed table read from run folders (no training)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("quickstart_seeds", ROOT / "benchmarks" / "quickstart_seeds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rollouts(path: Path, right: set[int], n: int = 10) -> None:
+    path.mkdir(parents=True)
+    rows = [{"id": i, "reward": 1.0 if i in right else 0.0} for i in range(n)]
+    (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, capsys):
+    done = tmp_path / "seed0"
+    _rollouts(done / "eval_sft", {0, 1, 2})
+    _rollouts(done / "eval_grpo", {0, 1, 3, 4, 5, 6, 7})  # 5 gained, 1 lost
+    (done / "grpo").mkdir()
+    (done / "grpo" / "metrics.jsonl").write_text(
+        "".join(json.dumps(m) + "\n" for m in [{"step": 0, "val/accuracy": 0.5}, {"step": 1, "train/reward_mean": 0.2},
+                                               {"step": 1, "val/accuracy": 0.75}]))
+    (done / "pipeline.log").write_text("done: model in /x/grpo/model (step 1, best by val/accuracy); best checkpoint\n")
+    (done / "timings.json").write_text(json.dumps({"world": 0.1, "sft": 30.0, "grpo": 90.0, "eval_grpo": 8.0}))
+    cut = tmp_path / "seed1"  # stopped by the deadline: no evaluation after GRPO
+    _rollouts(cut / "eval_sft", {0, 1, 2})
+    (cut / "grpo").mkdir()
+    (cut / "grpo" / "metrics.jsonl").write_text(json.dumps({"step": 3, "train/reward_mean": 0.1}) + "\n")
+    _module().report(tmp_path, [0, 1])
+    out = capsys.readouterr().out
+    seed0 = next(line for line in out.splitlines() if line.startswith("| 0 |"))
+    assert "30.0% [" in seed0 and "70.0% [" in seed0 and "| 5 / 1 |" in seed0
+    assert "| 0.22 |" in seed0  # exact McNemar on 5 vs 1: 2 * P(X <= 1 | n=6) = 14/64
+    assert "step 1" in seed0 and "0: 50, 1: 75" in seed0 and "| 90 | 8 |" in seed0
+    assert "(no eval_grpo; 3 GRPO steps)" in out
+    assert "shared stages (s): world 0.1, sft 30.0" in out
