@@ -656,3 +656,12 @@ def test_batches_of_mixed_tool_sets_generate_what_split_batches_do(tiny_dir):
     assert whole.stats["conversation_reused_tokens"] > 0
     for c in turn1:
         assert torch.allclose(torch.tensor(c.logprobs), _recomputed_logprobs(whole, c, 1.0), atol=1e-4)
+
+
+def test_batch_size_defaults_to_the_device(tiny_dir):
+    assert HFPolicy(str(tiny_dir), device="cpu", threads=1).load().batch_size == 8
+    assert HFPolicy(str(tiny_dir), device="cpu", threads=1, batch_size=3).load().batch_size == 3
+    with pytest.raises(ValueError, match="batch_size"):
+        HFPolicy(str(tiny_dir), batch_size=0)
+    if torch.cuda.is_available():
+        assert HFPolicy(str(tiny_dir), device="cuda").load().batch_size == 64

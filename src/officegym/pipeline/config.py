@@ -59,7 +59,7 @@ class EvalSection(_Section):
     max_steps: int = Field(6, ge=1)
     max_new_tokens: int = Field(256, ge=1)
     temperature: float = Field(0.0, ge=0)
-    batch_size: int = Field(8, ge=1)
+    batch_size: int | None = Field(None, ge=1, description="hf: rows decoded together; null: 8 on a CPU, 64 on a GPU")
     threads: int | None = Field(None, ge=1)
     dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
                                                           "decodes faster on CPUs with AMX/AVX512-BF16")
