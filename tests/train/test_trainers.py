@@ -356,34 +356,3 @@ def test_export_best_keeps_the_validated_checkpoint_not_the_last_step(tmp_path, 
     step3 = _weights(tmp_path / "last")
     assert all(torch.equal(exported[k], step1[k]) for k in exported)
     assert any(not torch.equal(exported[k], step3[k]) for k in exported)  # training moved the weights after step 1
-
-
-def test_export_best_counts_the_start_when_no_step_validates_better(tmp_path, make_cfg, toy_sft_model, monkeypatch):
-    """With validation.at_start, the start is checkpointed as step 0 and competes: when it stays the
-    best, out_dir/model holds the weights GRPO started from, not a step that validated worse."""
-    from officegym.core.task import write_jsonl
-    from officegym.train import toy
-    from officegym.train.checkpoint import CheckpointManager
-    from officegym.train.grpo import train_grpo
-
-    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7, 3]))
-    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=2",
-              "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=6", "optim.lr=1e-3", "optim.min_lr=1e-3",
-              "data.val_fraction=0.25", "validation.every=1", "validation.at_start=true", "checkpoint.every=1",
-              "checkpoint.keep_top_k=3", "rollout.temperature=1.0"]
-    assert train_grpo(make_cfg("grpo", tmp_path / "last", *common)).exported_step == 2
-    assert not (tmp_path / "last" / "checkpoints" / "step_000000").exists()  # only export=best needs the start
-    first = CheckpointManager.best
-    monkeypatch.setattr(CheckpointManager, "best", lambda self: next(c for c in self.list() if c.step == 0))
-    best = train_grpo(make_cfg("grpo", tmp_path / "best", *common, "checkpoint.export=best"))
-    monkeypatch.setattr(CheckpointManager, "best", first)
-    assert best.exported_step == 0
-    exported, start = _weights(tmp_path / "best"), _weights_of(toy_sft_model)
-    assert all(torch.equal(exported[k], start[k]) for k in exported)
-    assert any(not torch.equal(exported[k], v) for k, v in _weights(tmp_path / "last").items())
-
-
-def _weights_of(model_dir):
-    from safetensors.torch import load_file
-
-    return load_file(str(next(model_dir.glob("*.safetensors"))))

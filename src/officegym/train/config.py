@@ -323,8 +323,7 @@ class CheckpointConfig(Section):
     resume: bool = Field(True, description="continue from the latest checkpoint in out_dir")
     export: Literal["last", "best"] = Field(
         "last", description="what out_dir/model holds at the end: the last step's weights, or the kept checkpoint "
-        "best by `metric` (early stopping on validation, the start included when validation.at_start; the last "
-        "when none has the metric)")
+        "best by `metric` (early stopping on validation; the last when none has the metric)")
 
 
 class LoggingConfig(Section):

@@ -159,10 +159,6 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
             last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
             logger.log(0, last_val)
             result.history.append({"step": 0, **last_val})
-            if cfg.checkpoint.export == "best" and last_val.get(cfg.checkpoint.metric) is not None:
-                # the start is a candidate of early stopping: if no step validates better, the model
-                # GRPO started from is what out_dir/model gets (ties go to the later step)
-                _save(manager, 0, tm, optimizer, scheduler, stream, last_val, cfg)
             if console is not None and "val/accuracy" in last_val:
                 console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
         with GracefulStop(console) as stop, progress_bar(console) as bar:
