@@ -26,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from officegym.core.files import read_jsonl_text
+from officegym.eval.stats import paired_outcomes, wilson_interval
+
 PHASE_A = "stages=[world,tasks,eval_base,sft,eval_sft]"
 SHARED = ("world", "tasks", "eval_base", "sft", "eval_sft")
 
@@ -52,29 +55,23 @@ def _run(commands: list[tuple[list[str], Path]], deadline: float | None) -> list
     return [p.returncode for p in procs]
 
 
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def _rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The file's rows, read only (a run may still be appending: a torn last line is skipped)."""
+    rows = []
+    for line in read_jsonl_text(path) if path.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
 
 
-def _acc(comparison_acc: float, n: int) -> str:
-    lo, hi = _wilson(round(comparison_acc * n), n)
-    return f"{100 * comparison_acc:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+def _acc(accuracy: float, n: int) -> str:
+    lo, hi = wilson_interval(round(accuracy * n), n)
+    return f"{100 * accuracy:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def report(out: Path, seeds: list[int]) -> None:
-    from officegym.eval.stats import paired_outcomes
-
     print("| seed | after SFT | after GRPO | gained / lost | McNemar p | model evaluated | validation (step: accuracy) |"
           " GRPO s | eval_grpo s |")
     print("|---:|---:|---:|---:|---:|---|---|---:|---:|")

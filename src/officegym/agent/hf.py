@@ -182,6 +182,7 @@ class HFPolicy:
         self.autocast_dtype = autocast_dtype
         self.cuda_graphs = bool(cuda_graphs)
         self.split_prefixes = split_prefixes
+        self._split = split_prefixes is not False  # resolved for the device in _adopt
         self.graph_failure: str | None = None  # why recording a decoding graph failed (then eager steps)
         self.template_name = ""
         self.warnings: list[str] = []  # chat-template problems found while building the ledger
@@ -288,8 +289,10 @@ class HFPolicy:
         self.model_path = path
         self._prefixes = []
         self._conversations.clear()
+        gpu = device.type == "cuda"  # the defaults left to the device (see the class docstring)
         if self.batch_size_option is None:
-            self.batch_size = GPU_BATCH if device.type == "cuda" else CPU_BATCH
+            self.batch_size = GPU_BATCH if gpu else CPU_BATCH
+        self._split = (not gpu) if self.split_prefixes is None else self.split_prefixes
         self._setup_template()
         self._setup_tokens()
         self._context = getattr(model.config, "max_position_embeddings", None)
@@ -577,7 +580,7 @@ class HFPolicy:
         default on a GPU) only batch_size splits: there a decoding step costs about the same for 8
         rows as for 128, so each extra batch adds its whole decoding time, while the prefill the
         split would save is a single cheap forward."""
-        if not self._split_prefixes():
+        if not self._split:
             return [order[k : k + self.batch_size] for k in range(0, len(order), self.batch_size)]
         chunks: list[list[int]] = []
         shared = 0
@@ -595,11 +598,6 @@ class HFPolicy:
                     continue
             chunks.append([i])
         return chunks
-
-    def _split_prefixes(self) -> bool:
-        if self.split_prefixes is not None:
-            return self.split_prefixes
-        return self._device is None or self._device.type != "cuda"
 
     def _completion(self, row: _Row, params: SamplingParams, seconds: float) -> Completion:
         ids = row.ids
@@ -872,7 +870,6 @@ class HFPolicy:
         if step.failed is not None:
             self.graph_failure = step.failed
         self._conversations.keep(cache, [(rows[k], starts[b], b) for b, k in enumerate(live)], shared)
-
 
     def _hit_stop_string(self, row: _Row, params: SamplingParams) -> bool:
         if not params.stop:

@@ -32,14 +32,12 @@ class GraphStep:
         self.forward = forward
         self.capture = capture
         self.failed: str | None = None
-        self.calls = 0
         self.replays = 0
         self._graph: Any = None
         self._out: Any = None
         self._stream: Any = None
 
     def __call__(self) -> Any:
-        self.calls += 1
         if not self.capture or self.failed is not None:
             return self.forward()
         import torch
