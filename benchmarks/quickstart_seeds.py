@@ -11,7 +11,8 @@ once. OVERRIDES (after `--`) go to every pipeline run (e.g. `grpo.model.device=c
 saves the step in flight and stops (a rerun of the same command resumes it).
 Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
 with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
-the validation curve and the stage times (each folder's timings.json).
+the validation curve and the stage times (each folder's timings.json); and per template, the
+tasks solved after SFT and after each seed's GRPO, with those gained and lost: where the gain is.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 from officegym.core.files import read_jsonl_text
-from officegym.eval.stats import paired_outcomes, wilson_interval
+from officegym.eval.stats import paired_outcomes, task_outcomes, wilson_interval
 
 PHASE_A = "stages=[world,tasks,eval_base,sft,eval_sft]"
 SHARED = ("world", "tasks", "eval_base", "sft", "eval_sft")
@@ -97,10 +98,36 @@ def report(out: Path, seeds: list[int]) -> None:
             cells = ["", f"(no eval_grpo; {steps} GRPO steps)", "", ""]
         print(f"| {seed} | " + " | ".join(cells) + f" | {export} | {', '.join(curve)} | {timings.get('grpo', 0):.0f} |"
               f" {timings.get('eval_grpo', 0):.0f} |")
+    by_template(out, seeds)
     first = out / f"seed{seeds[0]}" / "timings.json"
     if first.is_file():
         shared = json.loads(first.read_text())
         print("\nshared stages (s): " + ", ".join(f"{k} {shared[k]:.1f}" for k in SHARED if k in shared))
+
+
+def _templates(rows: list[dict]) -> dict[str, str]:
+    return {str(r.get("id")): str(r.get("template") or "?") for r in rows}
+
+
+def by_template(out: Path, seeds: list[int]) -> None:
+    """Tasks solved per template after SFT and after each seed's GRPO (+gained / -lost)."""
+    sft_rows = _rows(out / f"seed{seeds[0]}" / "eval_sft" / "rollouts.jsonl")
+    sft, template = task_outcomes(sft_rows), _templates(sft_rows)
+    grpo = {s: task_outcomes(_rows(out / f"seed{s}" / "eval_grpo" / "rollouts.jsonl")) for s in seeds}
+    done = [s for s in seeds if grpo[s]]
+    if not sft or not done:
+        return
+    print("\n| template | tasks | after SFT | " + " | ".join(f"seed {s}" for s in done) + " |")
+    print("|---|---:|---:|" + "---:|" * len(done))
+    for name in sorted(set(template.values())):
+        ids = [k for k, t in template.items() if t == name]
+        cells = []
+        for s in done:
+            both = [k for k in ids if k in grpo[s]]
+            gained = sum(grpo[s][k] >= 1.0 and sft[k] < 1.0 for k in both)
+            lost = sum(sft[k] >= 1.0 and grpo[s][k] < 1.0 for k in both)
+            cells.append(f"{sum(grpo[s][k] >= 1.0 for k in both)} (+{gained} / -{lost})")
+        print(f"| {name} | {len(ids)} | {sum(sft[k] >= 1.0 for k in ids)} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:

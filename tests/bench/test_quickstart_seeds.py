@@ -18,7 +18,7 @@ def _module():
 
 def _rollouts(path: Path, right: set[int], n: int = 10) -> None:
     path.mkdir(parents=True)
-    rows = [{"id": i, "reward": 1.0 if i in right else 0.0} for i in range(n)]
+    rows = [{"id": i, "reward": 1.0 if i in right else 0.0, "template": "a" if i < 5 else "b"} for i in range(n)]
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -44,3 +44,7 @@ def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, caps
     assert "step 1" in seed0 and "0: 50, 1: 75" in seed0 and "| 90 | 8 |" in seed0
     assert "(no eval_grpo; 3 GRPO steps)" in out
     assert "shared stages (s): world 0.1, sft 30.0" in out
+    # per template: a = tasks 0-4 (SFT 0, 1, 2 right; GRPO 0, 1, 3, 4), b = tasks 5-9 (GRPO 5, 6, 7)
+    assert "| template | tasks | after SFT | seed 0 |" in out and "seed 1 |" not in out.split("| template |")[1]
+    assert "| a | 5 | 3 | 4 (+2 / -1) |" in out
+    assert "| b | 5 | 0 | 3 (+3 / -0) |" in out
