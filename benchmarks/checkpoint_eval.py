@@ -20,17 +20,15 @@ from officegym.eval.stats import wilson_interval
 
 
 def export_step(run: Path, step: int, dest: Path) -> Path:
-    """The run's SFT model with the adapter of GRPO step `step` merged in, as a model folder."""
-    import yaml
-
-    from officegym.train.config import LoraConfig, ModelConfig
+    """The run's SFT model with the adapter of GRPO step `step` merged in, as a model folder (the
+    loading and export GRPO's own early stopping does)."""
+    from officegym.train.config import GRPORunConfig, load_config
     from officegym.train.modeling import load_train_model
 
     if dest.exists():
         return dest
-    cfg = yaml.safe_load((run / "grpo" / "config.yaml").read_text())
-    tm = load_train_model(ModelConfig(name=cfg["model"]["name"], device="cpu", precision="auto", threads=1),
-                          LoraConfig(**cfg["lora"]), 0)
+    cfg = load_config(GRPORunConfig, run / "grpo" / "config.yaml")
+    tm = load_train_model(cfg.model.model_copy(update={"device": "cpu", "threads": 1}), cfg.lora, 0)
     tm.load_trainable(run / "grpo" / "checkpoints" / f"step_{step:06d}")
     return tm.export(dest)
 
@@ -38,6 +36,7 @@ def export_step(run: Path, step: int, dest: Path) -> Path:
 def main() -> None:
     from rich.console import Console
 
+    from officegym.core.task import read_tasks
     from officegym.pipeline.config import load_pipeline_config
     from officegym.pipeline.run import Pipeline
 
@@ -55,7 +54,7 @@ def main() -> None:
         for split in args.splits:
             dest = out / f"{step}_{split}"
             if not (dest / "metrics.json").is_file():
-                tasks = pipeline._split_tasks("validation", "eval") if split == "validation" else None
+                tasks = read_tasks(pipeline.tasks_dir / "validation.jsonl") if split == "validation" else None
                 pipeline.evaluate("eval_grpo", str(model), out=dest, tasks=tasks)
             metrics = json.loads((dest / "metrics.json").read_text())
             results.append((step, split, metrics["accuracy"], int(metrics["tasks"])))
