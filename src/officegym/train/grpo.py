@@ -41,6 +41,7 @@ from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
 from officegym.train.distributed import Dist, run_ranks
+from officegym.train.memory import memory_metrics
 from officegym.train.modeling import generation_policy, load_train_model, push_weights, release_generation
 from officegym.train.rollouts import (
     RolloutWriter,
@@ -177,6 +178,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
                     metrics.update(val)
                     last_val = val
+                metrics.update(memory_metrics())
                 logger.log(step, metrics)
                 result.history.append({"step": step, **metrics})
                 result.last_step = step
@@ -212,6 +214,8 @@ def _bar_info(metrics: dict[str, Any], last_val: dict[str, float]) -> str:
     parts = [f"reward {metrics.get('train/reward_mean', 0.0):.3f}"]
     if "val/accuracy" in last_val:
         parts.append(f"val acc {last_val['val/accuracy']:.3f}")
+    if "mem/rss_gb" in metrics:
+        parts.append(f"rss {metrics['mem/rss_gb']:.1f} GB")
     return ", ".join(parts)
 
 
