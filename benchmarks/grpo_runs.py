@@ -8,7 +8,8 @@ For each run (a `officegym train grpo` folder, or a pipeline's grpo/ stage) it p
 - the training rollouts per block of `--every` steps, read from rollouts.jsonl: accuracy, the share
   of successful rollouts that also made an invalid call (a tool refused it, it named no tool, its
   arguments were bad: rewards/calls.py), calls per rollout, zero-variance groups, the mean policy
-  entropy and the reward spread the trainer logged.
+  entropy and the reward spread the trainer logged, the median step time and the largest resident
+  memory of the trainer and of its children (the vLLM engine) where the run logged it.
 The invalid-call definition is applied to the training rows here, so runs logged under the older
 metric names compare like for like; validation rollouts are not kept, so a validation figure logged
 before the one definition (tool refusals not counted) is marked "*".
@@ -89,8 +90,22 @@ def training_table(run: Path, every: int) -> list[list[str]]:
         out.append([f"{steps[0]}-{steps[-1]}", str(len(rows)), f"{100 * wins / len(rows):.1f}%",
                      f"{100 * junk / wins:.0f}%" if wins else "-", f"{statistics.fmean(calls):.2f}",
                      f"{100 * _mean(ms, 'train/zero_variance_groups'):.0f}%", f"{_mean(ms, 'train/reward_std'):.3f}",
-                     f"{_mean(ms, 'train/entropy'):.3f}"])
+                     f"{_mean(ms, 'train/entropy'):.3f}", _median(ms, "time/step_s", "{:.1f}"), _rss(ms)])
     return out
+
+
+def _median(records: list[dict], key: str, fmt: str) -> str:
+    vals = [m[key] for m in records if key in m]
+    return fmt.format(statistics.median(vals)) if vals else "-"
+
+
+def _rss(records: list[dict]) -> str:
+    """The block's largest resident memory of the trainer (and of its children: the engine), GB."""
+    own = [m["mem/rss_gb"] for m in records if "mem/rss_gb" in m]
+    kids = [m["mem/children_rss_gb"] for m in records if "mem/children_rss_gb" in m]
+    if not own:
+        return "-"
+    return f"{max(own):.1f}" + (f" ({max(kids):.1f})" if kids else "")
 
 
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
@@ -123,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                     validation_table(run, n_val))
         print_table(f"training rollouts (T={(cfg.get('rollout') or {}).get('temperature')})",
                     ["steps", "rollouts", "solved", "solved with an invalid call", "calls / rollout",
-                     "zero-variance groups", "reward std", "entropy"], training_table(run, a.every))
+                     "zero-variance groups", "reward std", "entropy", "step s (median)",
+                     "resident GB, max (children)"], training_table(run, a.every))
     return 0
 
 

@@ -1,0 +1,40 @@
+"""benchmarks/grpo_runs.py: the training table's time and memory columns, read from a run folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("grpo_runs", ROOT / "benchmarks" / "grpo_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_blocks_show_median_step_time_and_largest_memory(tmp_path: Path) -> None:
+    mod = _module()
+    rollouts = [{"officegym": {"step": s, "verdict": {"matched": s % 2 == 0}, "call_status": ["ok"]}} for s in (1, 2, 3, 4)]
+    _write(tmp_path / "rollouts.jsonl", rollouts)
+    metrics = [{"step": s, "train/reward_mean": 0.5, "train/zero_variance_groups": 0.5, "train/reward_std": 0.4,
+                "train/entropy": 0.1, "time/step_s": t, "mem/rss_gb": rss, "mem/children_rss_gb": kids}
+               for s, t, rss, kids in ((1, 60.0, 10.0, 2.0), (2, 70.0, 12.5, 2.5), (3, 80.0, 14.0, 1.0), (4, 65.0, 13.0, 3.0))]
+    _write(tmp_path / "metrics.jsonl", metrics)
+    rows = mod.training_table(tmp_path, every=2)
+    assert [r[0] for r in rows] == ["1-2", "3-4"]
+    assert [r[-2:] for r in rows] == [["65.0", "12.5 (2.5)"], ["72.5", "14.0 (3.0)"]]
+
+
+def test_runs_logged_before_memory_show_dashes(tmp_path: Path) -> None:
+    mod = _module()
+    _write(tmp_path / "rollouts.jsonl", [{"officegym": {"step": 1, "verdict": {"matched": True}}}])
+    _write(tmp_path / "metrics.jsonl", [{"step": 1, "train/reward_mean": 1.0}])
+    assert mod.training_table(tmp_path, every=5)[0][-2:] == ["-", "-"]
