@@ -55,3 +55,36 @@ def test_real_child_counted() -> None:
         assert memory_metrics()["mem/children_rss_gb"] - before["mem/children_rss_gb"] > 60 / 1024
     finally:
         child.communicate("")
+
+
+def _glibc() -> bool:
+    import platform
+
+    return sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not _glibc(), reason="malloc_trim is glibc's")
+def test_trim_returns_freed_heap_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from officegym.train import memory
+
+    monkeypatch.delenv("OFFICEGYM_MALLOC_TRIM", raising=False)
+    memory._libc_trim.cache_clear()
+    memory.release_free_memory()
+    # 2 KB objects come from malloc's heap (not pymalloc, not mmap); the last one pins the heap's
+    # top, so free() alone cannot shrink it and ~200 MB of free pages stay resident until a trim
+    chunks = [bytearray(2048) for _ in range(100_000)]
+    keep = bytearray(2048)
+    del chunks
+    assert memory.release_free_memory()["mem/trimmed_gb"] > 0.1
+    del keep
+
+
+def test_trim_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from officegym.train import memory
+
+    monkeypatch.setenv("OFFICEGYM_MALLOC_TRIM", "0")
+    memory._libc_trim.cache_clear()
+    try:
+        assert memory.release_free_memory() == {}
+    finally:
+        memory._libc_trim.cache_clear()

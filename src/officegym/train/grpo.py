@@ -41,7 +41,7 @@ from officegym.train.checkpoint import CheckpointManager
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
 from officegym.train.distributed import Dist, run_ranks
-from officegym.train.memory import memory_metrics
+from officegym.train.memory import memory_metrics, release_free_memory
 from officegym.train.modeling import generation_policy, load_train_model, push_weights, release_generation
 from officegym.train.rollouts import (
     RolloutWriter,
@@ -178,7 +178,8 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
                     metrics.update(val)
                     last_val = val
-                metrics.update(memory_metrics())
+                metrics.update(memory_metrics())  # before the trim: the step's own high-water mark
+                metrics.update(release_free_memory())
                 logger.log(step, metrics)
                 result.history.append({"step": step, **metrics})
                 result.last_step = step

@@ -1,11 +1,15 @@
 """Resident memory of the training process and its children, logged per step so that growth over
-a long run shows in metrics.jsonl (`mem/*`, in GB) instead of as an OOM kill at step 30."""
+a long run shows in metrics.jsonl (`mem/*`, in GB) instead of as an OOM kill at step 30; and the
+heap's free pages handed back to the OS after each step."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import resource
 import sys
+from functools import cache
 from pathlib import Path
 
 _GB = 1024**3
@@ -64,3 +68,29 @@ def memory_metrics(pid: int | None = None, proc: Path = Path("/proc")) -> dict[s
     kids = [_status_kb(proc / str(c) / "status", "VmRSS") for c in descendants(pid, proc)]
     out["mem/children_rss_gb"] = sum(k for k in kids if k is not None) / 1024**2
     return out
+
+
+@cache
+def _libc_trim() -> object | None:
+    """glibc's malloc_trim, or None (another libc, another OS, or switched off)."""
+    if os.environ.get("OFFICEGYM_MALLOC_TRIM", "1") == "0" or not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> dict[str, float]:
+    """Hand the heap's free pages back to the OS (glibc keeps them after the update's activations
+    are freed, so a long run's resident memory grows with fragmentation); returns
+    `mem/trimmed_gb`, what resident memory fell by, or {} where it cannot (OFFICEGYM_MALLOC_TRIM=0
+    switches it off, to measure the growth without it)."""
+    trim = _libc_trim()
+    if trim is None:
+        return {}
+    before = _status_kb(Path(f"/proc/{os.getpid()}/status"), "VmRSS")
+    trim(0)
+    after = _status_kb(Path(f"/proc/{os.getpid()}/status"), "VmRSS")
+    return {} if before is None or after is None else {"mem/trimmed_gb": max(0, before - after) / 1024**2}
