@@ -286,8 +286,8 @@ class GRPOConfig(Section):
                                       "AdamW's momentum then repeats earlier updates with no new evidence")
     dynamic_sampling: Literal["off", "skip", "refill"] = "off"
     max_refill_batches: int = Field(4, ge=1, description="extra prompt batches sampled per step to refill groups")
-    curriculum: Literal["uniform", "variance"] = Field("uniform", description="variance: draw prompts by the expected "
-                                                        "reward variance p(1-p) of their template (train/curriculum.py)")
+    curriculum: Literal["uniform", "variance"] = Field("uniform", description="variance: draw prompts by the share of "
+                                                        "their template's groups whose rewards varied (train/curriculum.py)")
     curriculum_floor: float = Field(0.05, gt=0, le=0.25, description="smallest draw weight of a template (variance curriculum)")
     reward: str | dict[str, Any] = Field("outcome", description="any officegym.rewards spec: outcome (the verifier's own "
                                          "score, graded where it grades), binary (1/0 on a match), shaped, "

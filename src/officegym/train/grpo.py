@@ -127,7 +127,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     if cfg.grpo.curriculum == "variance":
         from officegym.train.curriculum import VarianceCurriculum
 
-        stream: Any = VarianceCurriculum(train_tasks, cfg.seed, floor=cfg.grpo.curriculum_floor)
+        stream: Any = VarianceCurriculum(train_tasks, cfg.seed, floor=cfg.grpo.curriculum_floor, eps=cfg.grpo.advantage_eps)
     else:
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
     writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main)
