@@ -8,14 +8,12 @@ most uniformly drawn groups are such dead groups.
 `VarianceCurriculum` draws a task's kind (its template, by default) with probability proportional to
 the estimated share of its groups whose rewards vary: a Beta(1, 1) prior updated with every group of
 that kind, the kind's old evidence decaying by `decay` at each of its new groups so the estimate
-follows the policy as it learns. (The expected reward variance p (1 - p) of the kind's pass rate,
-used before, ranks a template of always-solved and never-solved tasks first although none of its
-groups teaches anything; and evidence that decayed at every group of any kind brought a template
-never solved back to the prior within a few steps: 15 of 108 groups of one run went to a template no
-rollout solved.) A floor keeps every kind in play, so a kind the policy starts to solve is found
-again. Within a kind, tasks come in a seeded shuffled order, epoch after epoch, as with TaskStream.
-The state (counts, positions, the generator) is saved in checkpoints, so a resumed run draws what
-the uninterrupted one would have.
+follows the policy as it learns, while a kind not drawn keeps what was learned of it (why not the
+pass rate's p (1 - p), nor a decay at every group: docs/DESIGN-NOTES.md, "Groups that can teach").
+A floor keeps every kind in play, so a kind the policy starts to solve is found again. Within a
+kind, tasks come in a seeded shuffled order, epoch after epoch, as with TaskStream. The state
+(counts, positions, the generator) is saved in checkpoints, so a resumed run draws what the
+uninterrupted one would have.
 """
 
 from __future__ import annotations
@@ -108,7 +106,8 @@ class VarianceCurriculum:
     def state_dict(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()
         return {"kind": "variance", "n_tasks": len(self.tasks), "passed": self.passed, "seen": self.seen,
-                "mixed": self.mixed, "groups": self.groups, "position": self.position, "epoch": self.epoch, "rng": [version, list(internal), gauss]}
+                "mixed": self.mixed, "groups": self.groups, "position": self.position, "epoch": self.epoch,
+                "rng": [version, list(internal), gauss]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != "variance" or int(state.get("n_tasks", -1)) != len(self.tasks):
