@@ -61,7 +61,8 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_di
 
     common = [f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", "data.env=toy_pick", "grpo.max_steps=4",
               "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "checkpoint.every=1",
-              "rollout.max_new_tokens_per_turn=8", "rollout.max_new_tokens_per_episode=16", "optim.lr=1e-3"]
+              "rollout.max_new_tokens_per_turn=8", "rollout.max_new_tokens_per_episode=16", "optim.lr=1e-3",
+              "validation.every=1"]
     full = train_grpo(make_cfg("grpo", tmp_path / "full", *common))
     assert full.last_step == 4
 
@@ -84,6 +85,16 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_di
     assert [r["train/reward_mean"] for r in ra] == [r["train/reward_mean"] for r in rb]
     rows = [json.loads(x) for x in (tmp_path / "cut" / "rollouts.jsonl").read_text().splitlines()]
     assert sorted({r["officegym"]["step"] for r in rows}) == [1, 2, 3, 4] and len(rows) == 16
+
+    def val_rows(run):
+        return [json.loads(x) for x in (run / "val_rollouts.jsonl").read_text().splitlines()]
+
+    # validation rollouts: step 3's, written before the kill, are dropped on resume and redone once
+    full_val, cut_val = val_rows(tmp_path / "full"), val_rows(tmp_path / "cut")
+    steps = [r["officegym"]["step"] for r in full_val]
+    assert sorted(set(steps)) == [1, 2, 3, 4] and len(steps) == 4 * steps.count(1) > 0
+    assert sorted(r["officegym"]["step"] for r in cut_val) == sorted(steps)
+    assert [(r["id"], r["reward"]) for r in cut_val] == [(r["id"], r["reward"]) for r in full_val]
 
 
 def test_lora_grpo_and_cli_and_plot(tmp_path, tiny_model_dir, toy_tasks):

@@ -44,6 +44,7 @@ from officegym.train.distributed import Dist, run_ranks
 from officegym.train.memory import memory_metrics, release_free_memory
 from officegym.train.modeling import generation_policy, load_train_model, push_weights, release_generation
 from officegym.train.rollouts import (
+    VAL_ROLLOUTS,
     RolloutWriter,
     collect,
     make_reward_fn,
@@ -131,6 +132,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     else:
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
     writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main)
+    val_writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main, name=VAL_ROLLOUTS)
     start_step = 0
     info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
     if info is not None:
@@ -140,6 +142,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
             console.print(f"resuming from {info.path} (step {start_step})")
     if dist.main:
         writer.drop_after(start_step)
+        val_writer.drop_after(start_step)
         truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
     reference = tm.reference_copy() if cfg.grpo.loss.kl_beta > 0 and not tm.lora else None
     logger = (MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
@@ -157,7 +160,8 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy and dist.main:
             # Step 0 of the validation curve: the model GRPO starts from.
             push_weights(policy, tm, 0)
-            last_val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
+            last_val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
+            val_writer.validation(0, val_tasks, val_trajs)
             logger.log(0, last_val)
             result.history.append({"step": 0, **last_val})
             if console is not None and "val/accuracy" in last_val:
@@ -175,7 +179,8 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     # an engine that holds its own weights (vLLM, Ray) gets this step's update first:
                     # the version is the next step's, whose own push then has nothing to send
                     push_weights(policy, tm, step + 1)
-                    val, _ = validate(env, val_tasks, policy, cfg, reward_fn)
+                    val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
+                    val_writer.validation(step, val_tasks, val_trajs)
                     metrics.update(val)
                     last_val = val
                 metrics.update(memory_metrics())  # before the trim: the step's own high-water mark

@@ -23,6 +23,7 @@ from officegym.train.runtime import EpisodeBudget
 from officegym.train.tracking import truncate_jsonl
 
 ROLLOUTS = "rollouts.jsonl"
+VAL_ROLLOUTS = "val_rollouts.jsonl"  # validation rollouts, officegym.step = the step validated
 
 
 def make_reward_fn(spec: Any, env: Any, invalid_call_penalty: float = 0.0) -> Any:
@@ -181,10 +182,11 @@ def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, rewar
 
 class RolloutWriter:
     """Appends every training rollout to run_dir/rollouts.jsonl in `officegym eval`'s row format,
-    with `officegym.step`, `officegym.group_id` (task id @ step) and the advantage it got."""
+    with `officegym.step`, `officegym.group_id` (task id @ step) and the advantage it got; with
+    name=VAL_ROLLOUTS, the validation rollouts (`validation` writes them)."""
 
-    def __init__(self, run_dir: Path, enabled: bool = True):
-        self.path = Path(run_dir) / ROLLOUTS
+    def __init__(self, run_dir: Path, enabled: bool = True, name: str = ROLLOUTS):
+        self.path = Path(run_dir) / name
         self.enabled = enabled
 
     def drop_after(self, step: int) -> int:
@@ -202,3 +204,9 @@ class RolloutWriter:
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write("".join(lines))
             fh.flush()
+
+    def validation(self, step: int, tasks: Sequence[Task], trajectories: Sequence[Trajectory]) -> None:
+        """The rollouts `validate` returned, as rows of `step` (the task found by the rollout's id)."""
+        by_id = {str(t.id): t for t in tasks}
+        self.write(step, [(by_id[str(traj.task_id)], traj, f"{traj.task_id}@val{step}", {})
+                          for traj in trajectories if str(traj.task_id) in by_id])
