@@ -10,9 +10,11 @@ For each run (a `officegym train grpo` folder, or a pipeline's grpo/ stage) it p
   arguments were bad: rewards/calls.py), calls per rollout, zero-variance groups, the mean policy
   entropy and the reward spread the trainer logged, the median step time and the largest resident
   memory of the trainer and of its children (the vLLM engine) where the run logged it.
+- validation per template and step, from val_rollouts.jsonl (runs from 2026-11-27 on keep it):
+  tasks solved of the template's tasks.
 The invalid-call definition is applied to the training rows here, so runs logged under the older
-metric names compare like for like; validation rollouts are not kept, so a validation figure logged
-before the one definition (tool refusals not counted) is marked "*".
+metric names compare like for like; a validation figure logged before the one definition (tool
+refusals not counted) is marked "*".
 """
 
 from __future__ import annotations
@@ -108,6 +110,18 @@ def _rss(records: list[dict]) -> str:
     return f"{max(own):.1f}" + (f" ({max(kids):.1f})" if kids else "")
 
 
+def validation_by_template(run: Path) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: per template, tasks solved at each validated step (of its tasks)."""
+    solved: dict[str, dict[int, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for row in read_jsonl(run / "val_rollouts.jsonl"):
+        og = row["officegym"]
+        solved[row.get("template") or row.get("category") or "-"][int(og.get("step", 0))].append(
+            bool((og.get("verdict") or {}).get("matched")))
+    steps = sorted({s for per in solved.values() for s in per})
+    rows = [[t] + [f"{sum(per[s])}/{len(per[s])}" if per.get(s) else "-" for s in steps] for t, per in sorted(solved.items())]
+    return ["template"] + [str(s) for s in steps], rows
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     print(f"\n{title}")
     print("| " + " | ".join(header) + " |")
@@ -140,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                     ["steps", "rollouts", "solved", "solved with an invalid call", "calls / rollout",
                      "zero-variance groups", "reward std", "entropy", "step s (median)",
                      "resident GB, max (children)"], training_table(run, a.every))
+        header, rows = validation_by_template(run)
+        if rows:
+            print_table("validation per template (tasks solved, by step)", header, rows)
     return 0
 
 

@@ -38,3 +38,15 @@ def test_runs_logged_before_memory_show_dashes(tmp_path: Path) -> None:
     _write(tmp_path / "rollouts.jsonl", [{"officegym": {"step": 1, "verdict": {"matched": True}}}])
     _write(tmp_path / "metrics.jsonl", [{"step": 1, "train/reward_mean": 1.0}])
     assert mod.training_table(tmp_path, every=5)[0][-2:] == ["-", "-"]
+
+
+def test_validation_per_template_and_step(tmp_path: Path) -> None:
+    mod = _module()
+    rows = [{"template": t, "officegym": {"step": s, "verdict": {"matched": ok}}}
+            for s, t, ok in ((0, "mail", True), (0, "mail", True), (0, "cal", False), (5, "mail", False), (5, "mail", True),
+                             (5, "cal", True))]
+    _write(tmp_path / "val_rollouts.jsonl", rows)
+    header, table = mod.validation_by_template(tmp_path)
+    assert header == ["template", "0", "5"]
+    assert table == [["cal", "0/1", "1/1"], ["mail", "2/2", "1/2"]]
+    assert mod.validation_by_template(tmp_path / "none") == (["template"], [])
