@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("grpo_runs", ROOT / "benchmarks" / "grpo_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_blocks_show_median_step_time_and_largest_memory(tmp_path: Path) -> None:
-    mod = _module()
+def test_blocks_show_median_step_time_and_largest_memory(tmp_path: Path, benchmark_script) -> None:
+    mod = benchmark_script("grpo_runs")
     rollouts = [{"officegym": {"step": s, "verdict": {"matched": s % 2 == 0}, "call_status": ["ok"]}} for s in (1, 2, 3, 4)]
     _write(tmp_path / "rollouts.jsonl", rollouts)
     metrics = [{"step": s, "train/reward_mean": 0.5, "train/zero_variance_groups": 0.5, "train/reward_std": 0.4,
@@ -33,15 +23,15 @@ def test_blocks_show_median_step_time_and_largest_memory(tmp_path: Path) -> None
     assert [r[-2:] for r in rows] == [["65.0", "12.5 (2.5)"], ["72.5", "14.0 (3.0)"]]
 
 
-def test_runs_logged_before_memory_show_dashes(tmp_path: Path) -> None:
-    mod = _module()
+def test_runs_logged_before_memory_show_dashes(tmp_path: Path, benchmark_script) -> None:
+    mod = benchmark_script("grpo_runs")
     _write(tmp_path / "rollouts.jsonl", [{"officegym": {"step": 1, "verdict": {"matched": True}}}])
     _write(tmp_path / "metrics.jsonl", [{"step": 1, "train/reward_mean": 1.0}])
     assert mod.training_table(tmp_path, every=5)[0][-2:] == ["-", "-"]
 
 
-def test_validation_per_template_and_step(tmp_path: Path) -> None:
-    mod = _module()
+def test_validation_per_template_and_step(tmp_path: Path, benchmark_script) -> None:
+    mod = benchmark_script("grpo_runs")
     rows = [{"template": t, "officegym": {"step": s, "verdict": {"matched": ok}}}
             for s, t, ok in ((0, "mail", True), (0, "mail", True), (0, "cal", False), (5, "mail", False), (5, "mail", True),
                              (5, "cal", True))]

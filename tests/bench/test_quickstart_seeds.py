@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("quickstart_seeds", ROOT / "benchmarks" / "quickstart_seeds.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rollouts(path: Path, right: set[int], n: int = 10) -> None:
@@ -22,7 +12,7 @@ def _rollouts(path: Path, right: set[int], n: int = 10) -> None:
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, capsys):
+def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, capsys, benchmark_script):
     done = tmp_path / "seed0"
     _rollouts(done / "eval_sft", {0, 1, 2})
     _rollouts(done / "eval_grpo", {0, 1, 3, 4, 5, 6, 7})  # 5 gained, 1 lost
@@ -36,7 +26,7 @@ def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, caps
     _rollouts(cut / "eval_sft", {0, 1, 2})
     (cut / "grpo").mkdir()
     (cut / "grpo" / "metrics.jsonl").write_text(json.dumps({"step": 3, "train/reward_mean": 0.1}) + "\n")
-    _module().report(tmp_path, [0, 1])
+    benchmark_script("quickstart_seeds").report(tmp_path, [0, 1])
     out = capsys.readouterr().out
     seed0 = next(line for line in out.splitlines() if line.startswith("| 0 |"))
     assert "30.0% [" in seed0 and "70.0% [" in seed0 and "| 5 / 1 |" in seed0
