@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from officegym.train.config import SFTRunConfig, build_config
     from officegym.train.data import make_environment
     from officegym.train.modeling import load_train_model, token_renderer
-    from officegym.train.sft import _batches, _nll_sum, build_examples
+    from officegym.train.sft import build_examples, conversation_batches, nll_sum
 
     cfg = build_config(SFTRunConfig, {}, [
         f"out_dir={tempfile.mkdtemp(prefix='sft-bench-')}", f"data.tasks={args.tasks}", f"data.world={args.world}",
@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(micro: int, share: str) -> float:
         t = time.perf_counter()
-        for b in _batches(examples, micro, pad, tm.device, share != "off"):
-            nll, _ = _nll_sum(tm, b, share)
+        for b in conversation_batches(examples, micro, pad, tm.device, share != "off"):
+            nll, _ = nll_sum(tm, b, share)
             (nll / 100).backward()
         return time.perf_counter() - t
 

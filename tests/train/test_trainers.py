@@ -56,13 +56,14 @@ def _weights(path):
     return load_file(str(next((path / "model").glob("*.safetensors"))))
 
 
-def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_dir, toy_tasks):
+@pytest.mark.parametrize("extra", [[], ["grpo.sft_mix.coef=0.5", "grpo.sft_mix.examples=3"]], ids=["grpo", "sft_mix"])
+def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_dir, toy_tasks, extra):
     from officegym.train.grpo import train_grpo
 
     common = [f"model.name={tiny_model_dir}", f"data.tasks={toy_tasks}", "data.env=toy_pick", "grpo.max_steps=4",
               "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "checkpoint.every=1",
               "rollout.max_new_tokens_per_turn=8", "rollout.max_new_tokens_per_episode=16", "optim.lr=1e-3",
-              "validation.every=1"]
+              "validation.every=1", *extra]
     full = train_grpo(make_cfg("grpo", tmp_path / "full", *common))
     assert full.last_step == 4
 
@@ -83,6 +84,7 @@ def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_di
     rb = [json.loads(x) for x in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rb] == [1, 2, 3, 4]
     assert [r["train/reward_mean"] for r in ra] == [r["train/reward_mean"] for r in rb]
+    assert [r.get("train/sft_loss") for r in ra] == [r.get("train/sft_loss") for r in rb]
     rows = [json.loads(x) for x in (tmp_path / "cut" / "rollouts.jsonl").read_text().splitlines()]
     assert sorted({r["officegym"]["step"] for r in rows}) == [1, 2, 3, 4] and len(rows) == 16
 
@@ -368,3 +370,41 @@ def test_export_best_keeps_the_validated_checkpoint_not_the_last_step(tmp_path, 
     step3 = _weights(tmp_path / "last")
     assert all(torch.equal(exported[k], step1[k]) for k in exported)
     assert any(not torch.equal(exported[k], step3[k]) for k in exported)  # training moved the weights after step 1
+
+
+def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_model):
+    """grpo.sft_mix adds the SFT loss of a few ground-truth conversations to every step: it is logged,
+    it falls, and steps whose groups carry no signal still update (the SFT term is signal)."""
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.grpo import train_grpo
+    from officegym.train.sft_mix import SFTMix
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
+    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=6",
+              "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "optim.lr=3e-3", "optim.min_lr=3e-3",
+              "data.val_fraction=0", "checkpoint.every=100"]
+    hist = train_grpo(make_cfg("grpo", tmp_path / "mix", *common, "grpo.sft_mix.coef=1", "grpo.sft_mix.examples=8")).history
+    losses = [h["train/sft_loss"] for h in hist]
+    assert all(h["train/sft_tokens"] > 0 and h["train/skipped_update"] == 0 for h in hist)
+    assert sum(losses[-2:]) / 2 < 0.7 * sum(losses[:2]) / 2, losses
+    plain = train_grpo(make_cfg("grpo", tmp_path / "plain", *common)).history
+    assert all("train/sft_loss" not in h for h in plain)
+    # a step where no group varied: the plain run skips its optimiser step, the mixed run trains on
+    # the SFT term (on the dev machine 3 of the 6 mixed steps and 5 of the 6 plain ones)
+    quiet = [h for h in hist if h["train/zero_variance_groups"] == 1]
+    assert quiet and all(h["train/skipped_update"] == 0 for h in quiet)
+    assert all(h["train/skipped_update"] == 1 for h in plain if h["train/zero_variance_groups"] == 1)
+
+    class Cfg:
+        seed = 3
+        grpo = type("G", (), {"sft_mix": type("M", (), {"examples": 4})()})()
+
+    from officegym.train.sft_data import BuildReport, Example
+
+    mix = SFTMix([Example("a", [1, 2], [0, 1]) for _ in range(10)], 0, Cfg(), BuildReport())
+    assert mix.indexes(5) == mix.indexes(5) and len(set(mix.indexes(5))) == 4 and mix.indexes(5) != mix.indexes(6)
+    from officegym.train.data import DataError
+
+    with pytest.raises(DataError, match="no ground-truth conversation"):
+        SFTMix([], 0, Cfg(), BuildReport())

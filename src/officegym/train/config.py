@@ -263,6 +263,16 @@ class LossConfig(Section):
     entropy: bool = Field(True, description="log the policy entropy over trained tokens")
 
 
+class SFTMixConfig(Section):
+    """The SFT loss mixed into each GRPO step (train/sft_mix.py)."""
+
+    coef: float = Field(0.0, ge=0, description="weight of the mean per-token SFT loss added to the GRPO loss; 0: off")
+    examples: int = Field(8, ge=1, description="ground-truth conversations of training tasks per step")
+    calls_per_turn: Literal["all", "one"] = Field("all", description="as sft.calls_per_turn: the SFT stage's choice")
+    final_answer: str = "Done."
+    max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
+
+
 class GRPOConfig(Section):
     max_steps: int = Field(100, ge=1)
     num_prompts_per_step: int = Field(4, ge=1)
@@ -301,6 +311,8 @@ class GRPOConfig(Section):
                                    "once with their advantages summed (the same gradient: the loss is linear in the "
                                    "advantage when kl_beta is 0)")
     loss: LossConfig = Field(default_factory=LossConfig)
+    sft_mix: SFTMixConfig = Field(default_factory=SFTMixConfig, description="the SFT loss on ground-truth conversations "
+                                  "added to every step (PPO-ptx): holds what SFT taught where groups carry no signal")
 
 
 class ValidationConfig(Section):

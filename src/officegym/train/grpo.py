@@ -131,6 +131,15 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         stream: Any = VarianceCurriculum(train_tasks, cfg.seed, floor=cfg.grpo.curriculum_floor, eps=cfg.grpo.advantage_eps)
     else:
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
+    sft_mix = None
+    if cfg.grpo.sft_mix.coef > 0:
+        from officegym.train.sft_mix import SFTMix
+
+        sft_mix = SFTMix.build(tm, cfg, env, train_tasks)
+        if console is not None and dist.main:
+            console.print(f"SFT mix: {len(sft_mix.examples)} ground-truth conversations, "
+                          f"{cfg.grpo.sft_mix.examples} a step, coef {cfg.grpo.sft_mix.coef}"
+                          + (f" (dropped: {sft_mix.report.dropped})" if sft_mix.report.dropped else ""))
     writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main)
     val_writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main, name=VAL_ROLLOUTS)
     start_step = 0
@@ -172,7 +181,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                 threads, busy = governor.update()  # the cores others leave free now, for this step
                 policy.set_threads(threads)
                 metrics = grpo_step(cfg, step, tm, policy, env, stream, optimizer, scheduler, params, reward_fn,
-                                    reference, writer, dist)
+                                    reference, writer, dist, sft_mix)
                 metrics.update(thread_metrics(threads, busy))
                 due_val = cfg.validation.every and step % cfg.validation.every == 0
                 if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy) and dist.main:
@@ -234,7 +243,7 @@ def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, schedu
 
 def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: Any, optimizer: Any,
               scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter,
-              dist: Dist | None = None) -> dict[str, Any]:
+              dist: Dist | None = None, sft_mix: Any = None) -> dict[str, Any]:
     """One GRPO step (see the module docstring); returns its metrics. Under torchrun (`dist`) every
     rank draws the same prompts and rolls out its share; metrics and rollouts cover all ranks."""
     import torch
@@ -339,7 +348,8 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     metrics["train/broken_rollouts"] = dist.sum(broken)
     metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))
     t0 = time.perf_counter()
-    update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference, dist)
+    sft_batches = sft_mix.batches(step, tm.device, dist) if sft_mix is not None else []
+    update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference, dist, sft_batches)
     with warnings.catch_warnings():  # the schedule counts steps, also those whose update was skipped
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step", category=UserWarning)
         scheduler.step()
@@ -413,9 +423,10 @@ def merge_duplicate_rows(rows: Sequence[Any], keep: list[int], advantages: list[
 
 
 def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float], optimizer: Any, params: Sequence[Any],
-            policy: Any, reference: Any, dist: Dist | None = None) -> dict[str, float]:
+            policy: Any, reference: Any, dist: Dist | None = None, sft_batches: Sequence[dict[str, Any]] = ()) -> dict[str, float]:
     """One optimiser step (mu of them) over this rank's rows; under torchrun the normaliser and the
-    gradients are summed over ranks, so every rank takes the single-process step of all rows."""
+    gradients are summed over ranks, so every rank takes the single-process step of all rows.
+    `sft_batches` (train/sft_mix.py) add grpo.sft_mix.coef x their mean per-token NLL to the loss."""
     import torch
 
     from officegym.train.forward import forward_logprobs, prefix_micro_batches, shared_prefix_length
@@ -429,7 +440,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
            "train/entropy": 0.0, "train/grad_norm": 0.0, "train/trained_tokens": 0.0, "train/train_tokens_per_s": 0.0,
            "train/sampler_logprob_abs_diff": 0.0, "train/is_weight_mean": 1.0, "train/skipped_zero_advantage": 0.0,
            "train/skipped_update": 0.0}
-    if not rows and not dist.active:  # under torchrun every rank joins the collectives, rows or not
+    if not rows and not sft_batches and not dist.active:  # under torchrun every rank joins the collectives
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
@@ -486,8 +497,10 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                         b["ref"], _, _ = forward_logprobs(tm.model, tm, b, temperature, share=share)
                 else:
                     b["ref"], _, _ = forward_logprobs(reference, tm, b, temperature, share=share)
+    sft_coef = g.sft_mix.coef
+    sft_tokens = dist.sum(float(sum(int(b["loss_mask"].sum()) for b in sft_batches))) if sft_coef > 0 else 0.0
     t0 = time.perf_counter()
-    sums = {"loss": 0.0, "clip": 0.0, "ratio": 0.0, "kl": 0.0, "ent": 0.0, "diff": 0.0, "isw": 0.0, "tok": 0}
+    sums = {"loss": 0.0, "clip": 0.0, "ratio": 0.0, "kl": 0.0, "ent": 0.0, "diff": 0.0, "isw": 0.0, "tok": 0, "sft": 0.0}
     ratio_max = 1.0
     grad_norm = 0.0
     for epoch in range(g.mu):
@@ -519,14 +532,23 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     sums["diff"] += float((lp.detach() - sampler_lp).abs()[m].sum())
                     if entropy is not None:
                         sums["ent"] += float(entropy) * n
-        if not dist.any(any(a != 0.0 for a in advantages)) and not g.step_without_signal and loss_cfg.kl_beta == 0:
+        if sft_tokens > 0:
+            from officegym.train.sft import nll_sum
+
+            for b in sft_batches:
+                nll, _ = nll_sum(tm, b, share)
+                (sft_coef * nll / sft_tokens).backward()
+                if last:
+                    sums["sft"] += float(nll.detach())
+        has_signal = dist.any(any(a != 0.0 for a in advantages)) or sft_tokens > 0
+        if not has_signal and not g.step_without_signal and loss_cfg.kl_beta == 0:
             # No rollout carries signal: AdamW would still move the weights (momentum and decay
             # replay the last updates, about 3.5x the last step in all over ten empty steps), which
             # collapsed the quickstart's policy (validation 42% -> 0%) without a single new sample.
             out["train/skipped_update"] = 1.0
             optimizer.zero_grad(set_to_none=True)
             break
-        if not batches:  # every row skipped: the step still sees the zero gradient an unskipped pass gives
+        if not batches and not sft_batches:  # every row skipped: the zero gradient an unskipped pass gives
             for p in params:
                 p.grad = torch.zeros_like(p)
         dist.sum_gradients(params)
@@ -549,4 +571,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         "train/train_tokens_per_s": tokens_total * g.mu / train_seconds if train_seconds > 0 else 0.0,
         "train/sampler_logprob_abs_diff": sums["diff"] / n, "train/is_weight_mean": sums["isw"] / n,
     })
+    if sft_tokens > 0:  # the mixed-in SFT loss: mean NLL per target token, and how many
+        out["train/sft_loss"] = dist.sum(sums["sft"]) / sft_tokens
+        out["train/sft_tokens"] = sft_tokens
     return out

@@ -100,7 +100,7 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
     return train, val, val_tasks, report
 
 
-def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False,
+def conversation_batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False,
              max_tokens: int | None = None) -> list[dict[str, Any]]:
     """Right-padded micro-batches of at most `micro` conversations; `by_prefix`: conversations with
     a long common prefix (one tool set) together (train/forward.py `prefix_micro_batches`), else
@@ -129,7 +129,7 @@ def _batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_p
     return out
 
 
-def _nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, int]:
+def nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, int]:
     """Summed negative log-likelihood of the masked tokens, and their number; logits are computed
     only from the first masked position on (`share`: see train/forward.py)."""
     from officegym.train.forward import forward_logprobs
@@ -155,8 +155,8 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
     was_training = tm.model.training
     tm.model.eval()
     with torch.no_grad():  # the shared-prompt forward is exact and, without gradient, simply cheaper
-        for b in _batches(examples, micro, pad_id, tm.device, by_prefix=True):
-            nll, n = _nll_sum(tm, b, share="no_grad")
+        for b in conversation_batches(examples, micro, pad_id, tm.device, by_prefix=True):
+            nll, n = nll_sum(tm, b, share="no_grad")
             total += float(nll)
             tokens += n
     tm.model.train(was_training)
@@ -218,13 +218,13 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
                 tm.model.train()
                 share = sft_share(s)
                 drawn = dist.share(stream.take(s.batch_size))  # every rank draws the same; trains its share
-                batches = _batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens)
+                batches = conversation_batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens)
                 n_tokens = int(dist.sum(sum(int(b["loss_mask"].sum()) for b in batches)))
                 seen = int(dist.sum(sum(int(b["attention_mask"].sum()) for b in batches)))
                 optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
                 for b in batches:
-                    nll, _ = _nll_sum(tm, b, share)
+                    nll, _ = nll_sum(tm, b, share)
                     loss = nll / max(1, n_tokens)
                     loss.backward()
                     loss_total += float(loss.detach())
