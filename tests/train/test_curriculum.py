@@ -28,7 +28,10 @@ def test_draws_follow_the_share_of_groups_with_signal():
     later = Counter(t.metadata["template"] for t in cur.take(600))
     assert later["half"] > 0.8 * 600 and later["easy"] > 0 and later["hard"] > 0  # the floor keeps them in play
     metrics = cur.metrics()
-    assert sum(metrics.values()) == pytest.approx(1.0) and metrics["curriculum/p_draw/half"] > 0.8
+    draws = {k: v for k, v in metrics.items() if k.startswith("curriculum/p_draw/")}
+    assert sum(draws.values()) == pytest.approx(1.0) and metrics["curriculum/p_draw/half"] > 0.8
+    assert metrics["curriculum/pass_rate/easy"] == cur.pass_rate("easy") > 0.97  # the evidence behind the draws
+    assert metrics["curriculum/signal_rate/half"] == cur.signal_rate("half") > 0.9 > metrics["curriculum/signal_rate/hard"]
 
 
 def test_a_template_of_solved_and_hopeless_tasks_is_not_favoured():

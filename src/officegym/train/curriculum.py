@@ -100,8 +100,13 @@ class VarianceCurriculum:
         self.groups[kind] += 1.0
 
     def metrics(self) -> dict[str, float]:
-        total = sum(self.weights().values())
-        return {f"curriculum/p_draw/{k}": w / total for k, w in self.weights().items()}
+        """Per kind: its draw probability, and the pass rate and share of varying groups it rests on."""
+        weights = self.weights()
+        total = sum(weights.values())
+        out = {f"curriculum/p_draw/{k}": w / total for k, w in weights.items()}
+        out.update({f"curriculum/pass_rate/{k}": self.pass_rate(k) for k in self.names})
+        out.update({f"curriculum/signal_rate/{k}": self.signal_rate(k) for k in self.names})
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()

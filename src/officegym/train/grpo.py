@@ -432,6 +432,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     from officegym.train.forward import forward_logprobs, prefix_micro_batches, shared_prefix_length
     from officegym.train.ledger import collate
     from officegym.train.losses import normaliser_count, policy_loss
+    from officegym.train.sft import nll_sum
 
     dist = dist or Dist()
 
@@ -533,8 +534,6 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     if entropy is not None:
                         sums["ent"] += float(entropy) * n
         if sft_tokens > 0:
-            from officegym.train.sft import nll_sum
-
             for b in sft_batches:
                 nll, _ = nll_sum(tm, b, share)
                 (sft_coef * nll / sft_tokens).backward()

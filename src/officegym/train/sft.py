@@ -44,7 +44,7 @@ from officegym.train.sft_data import (
     Example,
     council_conversations,
     encode_all,
-    ground_truth_conversations,
+    ground_truth_examples,
     rollout_conversations,
 )
 from officegym.train.tracking import METRICS, MetricsLogger, NullLogger, truncate_jsonl
@@ -61,11 +61,9 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
         train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
         if cfg.data.val_tasks:
             val_tasks = prepare_tasks(val_tasks, cfg.data)
-        rollout_chars = cfg.rollout.max_tool_output_chars
-        train = encode_all(renderer, ground_truth_conversations(env, train_tasks, s.calls_per_turn, s.final_answer,
-                                                                rollout_chars, report), s.max_length, report)
-        val = encode_all(renderer, ground_truth_conversations(env, val_tasks, s.calls_per_turn, s.final_answer,
-                                                              rollout_chars, report), s.max_length, report)
+        train, val = (ground_truth_examples(renderer, env, tasks, s.calls_per_turn, s.final_answer,
+                                            cfg.rollout.max_tool_output_chars, s.max_length, report)
+                      for tasks in (train_tasks, val_tasks))
     elif s.source == "council":
         if not cfg.data.tasks or cfg.council is None:
             raise TrainingSetupError("sft.source=council needs data.tasks (roles/council tasks) and a council section "

@@ -221,3 +221,10 @@ def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length:
             continue
         out.append(ex)
     return out
+
+
+def ground_truth_examples(renderer: Any, env: Any, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
+                          max_tool_output_chars: int | None, max_length: int, report: BuildReport) -> list[Example]:
+    """The tasks' verified ground-truth replays, tokenised: SFT's data, and GRPO's SFT term's."""
+    convs = ground_truth_conversations(env, tasks, calls_per_turn, final_answer, max_tool_output_chars, report)
+    return encode_all(renderer, convs, max_length, report)

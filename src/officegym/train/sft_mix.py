@@ -17,7 +17,7 @@ from typing import Any
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import DataError
 from officegym.train.distributed import Dist
-from officegym.train.sft_data import BuildReport, Example, encode_all, ground_truth_conversations
+from officegym.train.sft_data import BuildReport, Example, ground_truth_examples
 
 
 class SFTMix:
@@ -37,9 +37,9 @@ class SFTMix:
         m = cfg.grpo.sft_mix
         renderer = token_renderer(tm, cfg)
         report = BuildReport()
-        convs = ground_truth_conversations(env, tasks, m.calls_per_turn, m.final_answer,
-                                           cfg.rollout.max_tool_output_chars, report)
-        return cls(encode_all(renderer, convs, m.max_length, report), int(renderer.pad_id), cfg, report)
+        examples = ground_truth_examples(renderer, env, tasks, m.calls_per_turn, m.final_answer,
+                                         cfg.rollout.max_tool_output_chars, m.max_length, report)
+        return cls(examples, int(renderer.pad_id), cfg, report)
 
     def indexes(self, step: int) -> list[int]:
         """The conversations of `step`: a function of the seed and the step only."""
