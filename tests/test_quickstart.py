@@ -1,4 +1,4 @@
-"""The README's quickstart, exactly as written (slow: about 20 minutes on 2 CPU cores; select with
+"""The README's quickstart, exactly as written (slow: about an hour on 2 CPU cores, the target is 20; select with
 `-m slow`). CI runs the fast variant: tests/train/test_pipeline.py with a tiny model."""
 
 from __future__ import annotations
