@@ -115,6 +115,8 @@ def test_lora_grpo_and_cli_and_plot(tmp_path, tiny_model_dir, toy_tasks):
     assert (out / "checkpoints" / "step_000002" / "adapter").is_dir() and (out / "model" / "config.json").exists()
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert "val/accuracy" in records[-1] and records[-1]["train/kl"] >= 0
+    kept = [json.loads(x)["officegym"]["step"] for x in (out / "val_rollouts.jsonl").read_text().splitlines()]
+    assert records[-1]["val/rollouts"] == kept.count(records[-1]["step"]) > 0  # the n of the report's interval
     assert all(r["mem/peak_rss_gb"] >= r.get("mem/rss_gb", 0) > 0 for r in records if r["step"] > 0)  # memory per step
     bad = CliRunner().invoke(train_app, ["grpo", "grpo.bogus=1"])
     assert bad.exit_code == 2 and "unknown key" in bad.output

@@ -285,19 +285,54 @@ def _not_needed(out: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
-def _validation_points(out: Path) -> list[tuple[int, float]]:
+def _validation_rollouts(out: Path) -> dict[int, int]:
+    """Validation rollouts per step, counted in val_rollouts.jsonl (runs from before `val/rollouts`)."""
+    from officegym.core.files import read_jsonl_text
+
+    counts: dict[int, int] = {}
+    path = out / "grpo" / "val_rollouts.jsonl"
+    for line in read_jsonl_text(path) if path.is_file() else []:
+        try:
+            step = json.loads(line)["officegym"]["step"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn or foreign line
+        if isinstance(step, int):
+            counts[step] = counts.get(step, 0) + 1
+    return counts
+
+
+def validation_series(out: Path) -> list[tuple[int, float, float | None, float | None]]:
+    """(step, accuracy, 95% Wilson low, high) of GRPO's validation; the interval is None where the
+    number of validation rollouts is unknown."""
+    from officegym.eval.stats import wilson_interval
     from officegym.train.tracking import read_metrics
 
     if not (out / "grpo" / "metrics.jsonl").exists():
         return []
-    return [(int(r["step"]), float(r["val/accuracy"])) for r in read_metrics(out / "grpo")
-            if isinstance(r.get("val/accuracy"), int | float)]
+    records = [r for r in read_metrics(out / "grpo") if isinstance(r.get("val/accuracy"), int | float)]
+    counted = None if all(isinstance(r.get("val/rollouts"), int | float) for r in records) else _validation_rollouts(out)
+    series = []
+    for r in records:
+        step, acc = int(r["step"]), float(r["val/accuracy"])
+        n = int(r["val/rollouts"]) if isinstance(r.get("val/rollouts"), int | float) else (counted or {}).get(step, 0)
+        lo, hi = wilson_interval(round(acc * n), n) if n > 0 else (None, None)
+        series.append((step, acc, lo, hi))
+    return series
+
+
+VAL_NOTE = ("Rollouts on the validation tasks (greedy unless validation.temperature is set) every few steps (step 0: the model GRPO started from), "
+            "with 95% Wilson intervals; the model evaluated after GRPO is the checkpoint its config exports.")
+
+
+def _percent(acc: float, lo: float | None, hi: float | None) -> str:
+    return f"{100 * acc:.1f}%" + (f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else "")
 
 
 def write_validation_plot(out: Path) -> Path | None:
-    """GRPO's validation accuracy against its step (step 0: the model GRPO started from)."""
-    points = _validation_points(out)
-    if not points:
+    """GRPO's validation accuracy against its step (step 0: the model GRPO started from), with 95%
+    Wilson intervals: with 24 validation tasks one task is 4 points, and the bars say so."""
+    series = validation_series(out)
+    if not series:
         return None
     try:
         import matplotlib
@@ -308,7 +343,15 @@ def write_validation_plot(out: Path) -> Path | None:
     except ImportError:
         return None
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o")
+    steps = [p[0] for p in series]
+    acc = [100 * p[1] for p in series]
+    ax.plot(steps, acc, marker="o")
+    bars = [(s, a, 100 * (p[1] - p[2]), 100 * (p[3] - p[1])) for s, a, p in zip(steps, acc, series, strict=True)
+            if p[2] is not None and p[3] is not None]
+    if bars:
+        ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[b[2] for b in bars], [b[3] for b in bars]],
+                    fmt="none", ecolor="tab:blue", alpha=0.5, capsize=3, label="95% interval (Wilson)")
+        ax.legend(loc="lower right", fontsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("GRPO step")
     ax.set_ylabel("validation accuracy (%)")
@@ -389,6 +432,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
         md += ["", "## Time per stage", "", "| stage | seconds |", "|---|---:|"]
         md += [f"| {k} | not needed: {why} |" for k, why in not_needed.items()]
         md += [f"| {k} | {v:.1f} |" for k, v in timings.items()] + [f"| total | {sum(timings.values()):.1f} |"]
+    val_rows = [[str(step), _percent(acc, lo, hi)] for step, acc, lo, hi in validation_series(out)]
+    if val_rows:
+        md += ["", "## Validation during GRPO", "", VAL_NOTE, "", "| step | accuracy [95%] |", "|---:|---:|"]
+        md += [f"| {a} | {b} |" for a, b in val_rows]
     md += ["", "## Training curves", ""]
     md += [f"![{p.stem}]({p.as_posix()})" for p in plots] or ["(no curves: training has not run or matplotlib is missing)"]
     md_path = out / "report.md"
@@ -410,6 +457,9 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
                                  for k, why in not_needed.items())
                        + "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.1f}</td></tr>" for k, v in timings.items())
                        + f"<tr><td><b>total</b></td><td><b>{sum(timings.values()):.1f}</b></td></tr></table>")
+    val_html = ("<h2>Validation during GRPO</h2><p>" + html.escape(VAL_NOTE) + "</p><table><tr><th>step</th>"
+                "<th>accuracy [95%]</th></tr>" + "".join(f"<tr><td>{a}</td><td>{html.escape(b)}</td></tr>" for a, b in val_rows)
+                + "</table>") if val_rows else ""
     images = "".join(f'<figure><img src="{html.escape(p.as_posix())}" width="640"><figcaption>{html.escape(str(p))}</figcaption></figure>'
                      for p in plots)
     page = (f"<!doctype html><meta charset='utf-8'><title>officegym pipeline</title>"
@@ -418,7 +468,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
             f"<h2>Before and after</h2><p>{html.escape(intro)}</p>"
             f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}"
             f"{f'<p>{html.escape(sft_data)}</p>' if sft_data else ''}{bfcl_html}{_review_html(rounds)}{timing_html}"
-            f"<h2>Training curves</h2>{images}")
+            f"{val_html}<h2>Training curves</h2>{images}")
     html_path = out / "report.html"
     atomic_write(html_path, page)
     return md_path, html_path

@@ -177,6 +177,7 @@ def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, rewar
     batch = collect(env, jobs, policy, cfg, cfg.validation.temperature, reward_fn, validation=True)
     metrics = {**rollout_metrics(batch.trajectories, "val"), **batch.metrics}
     metrics["time/validation_s"] = batch.wall_seconds
+    metrics["val/rollouts"] = float(len(batch.trajectories))  # the n of val/accuracy's interval
     return metrics, batch.trajectories
 
 
