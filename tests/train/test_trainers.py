@@ -410,3 +410,26 @@ def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_m
 
     with pytest.raises(DataError, match="no ground-truth conversation"):
         SFTMix([], 0, Cfg(), BuildReport())
+
+
+def test_sft_mix_without_prompt_gradient_has_the_same_loss_and_another_gradient(tmp_path, make_cfg, toy_sft_model):
+    """grpo.sft_mix.prompt_grad=false runs the conversations' shared prompt without gradient (as SFT's
+    prompt_grad: false): the same term's value at step 1, a different update (the path through the
+    prompt's keys and values is dropped), and the trained targets still learnt."""
+    import torch
+
+    from officegym.core.task import write_jsonl
+    from officegym.train import toy
+    from officegym.train.grpo import train_grpo
+
+    write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7]))
+    common = [f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL, "grpo.max_steps=1",
+              "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2", "optim.lr=3e-3", "optim.min_lr=3e-3",
+              "data.val_fraction=0", "checkpoint.every=100", "grpo.sft_mix.coef=1", "grpo.sft_mix.examples=8",
+              "grpo.micro_batch_size=8"]
+    exact = train_grpo(make_cfg("grpo", tmp_path / "exact", *common)).history
+    cheap = train_grpo(make_cfg("grpo", tmp_path / "cheap", *common, "grpo.sft_mix.prompt_grad=false")).history
+    assert exact[0]["train/sft_tokens"] == cheap[0]["train/sft_tokens"] > 0
+    assert cheap[0]["train/sft_loss"] == pytest.approx(exact[0]["train/sft_loss"], rel=1e-4)
+    a, b = _weights(tmp_path / "exact"), _weights(tmp_path / "cheap")
+    assert any(not torch.allclose(a[k], b[k], atol=1e-7) for k in a)

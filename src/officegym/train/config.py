@@ -271,6 +271,8 @@ class SFTMixConfig(Section):
     calls_per_turn: Literal["all", "one"] = Field("all", description="as sft.calls_per_turn: the SFT stage's choice")
     final_answer: str = "Done."
     max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
+    prompt_grad: bool = Field(True, description="false: the prompt the conversations of a micro-batch share runs "
+                              "without gradient (sft.prompt_grad: false does the same in SFT): a cheaper term")
 
 
 class GRPOConfig(Section):

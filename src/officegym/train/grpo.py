@@ -499,6 +499,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                 else:
                     b["ref"], _, _ = forward_logprobs(reference, tm, b, temperature, share=share)
     sft_coef = g.sft_mix.coef
+    sft_share = share if g.sft_mix.prompt_grad else "no_grad"
     sft_tokens = dist.sum(float(sum(int(b["loss_mask"].sum()) for b in sft_batches))) if sft_coef > 0 else 0.0
     t0 = time.perf_counter()
     sums = {"loss": 0.0, "clip": 0.0, "ratio": 0.0, "kl": 0.0, "ent": 0.0, "diff": 0.0, "isw": 0.0, "tok": 0, "sft": 0.0}
@@ -535,7 +536,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                         sums["ent"] += float(entropy) * n
         if sft_tokens > 0:
             for b in sft_batches:
-                nll, _ = nll_sum(tm, b, share)
+                nll, _ = nll_sum(tm, b, sft_share)
                 (sft_coef * nll / sft_tokens).backward()
                 if last:
                     sums["sft"] += float(nll.detach())
