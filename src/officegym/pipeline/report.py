@@ -320,8 +320,9 @@ def validation_series(out: Path) -> list[tuple[int, float, float | None, float |
     return series
 
 
-VAL_NOTE = ("Rollouts on the validation tasks (greedy unless validation.temperature is set) every few steps (step 0: the model GRPO started from), "
-            "with 95% Wilson intervals; the model evaluated after GRPO is the checkpoint its config exports.")
+VAL_NOTE = ("Rollouts on the validation tasks (greedy unless validation.temperature is set) every few steps "
+            "(step 0: the model GRPO started from), with 95% Wilson intervals; the model evaluated after GRPO is "
+            "the checkpoint its config exports.")
 
 
 def _percent(acc: float, lo: float | None, hi: float | None) -> str:
