@@ -293,9 +293,9 @@ def _validation_rollouts(out: Path) -> dict[int, int]:
     path = out / "grpo" / "val_rollouts.jsonl"
     for line in read_jsonl_text(path) if path.is_file() else []:
         try:
-            step = json.loads(line)["officegym"]["step"]
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn or foreign line
+            step = officegym_of(json.loads(line)).get("step")
+        except ValueError:
+            continue  # a torn last line: the run may still be appending (read only here)
         if isinstance(step, int):
             counts[step] = counts.get(step, 0) + 1
     return counts
@@ -310,11 +310,12 @@ def validation_series(out: Path) -> list[tuple[int, float, float | None, float |
     if not (out / "grpo" / "metrics.jsonl").exists():
         return []
     records = [r for r in read_metrics(out / "grpo") if isinstance(r.get("val/accuracy"), int | float)]
-    counted = None if all(isinstance(r.get("val/rollouts"), int | float) for r in records) else _validation_rollouts(out)
+    logged = all(isinstance(r.get("val/rollouts"), int | float) for r in records)
+    counted = {} if logged else _validation_rollouts(out)
     series = []
     for r in records:
         step, acc = int(r["step"]), float(r["val/accuracy"])
-        n = int(r["val/rollouts"]) if isinstance(r.get("val/rollouts"), int | float) else (counted or {}).get(step, 0)
+        n = int(r.get("val/rollouts") or counted.get(step, 0))
         lo, hi = wilson_interval(round(acc * n), n) if n > 0 else (None, None)
         series.append((step, acc, lo, hi))
     return series
@@ -329,10 +330,9 @@ def _percent(acc: float, lo: float | None, hi: float | None) -> str:
     return f"{100 * acc:.1f}%" + (f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else "")
 
 
-def write_validation_plot(out: Path) -> Path | None:
-    """GRPO's validation accuracy against its step (step 0: the model GRPO started from), with 95%
-    Wilson intervals: with 24 validation tasks one task is 4 points, and the bars say so."""
-    series = validation_series(out)
+def write_validation_plot(out: Path, series: list[tuple[int, float, float | None, float | None]]) -> Path | None:
+    """GRPO's validation accuracy against its step (`validation_series`), with 95% Wilson intervals:
+    with 24 validation tasks one task is 4 points, and the bars say so."""
     if not series:
         return None
     try:
@@ -405,7 +405,8 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
              "share fully right with its Wilson interval, and the number of rollouts." if graded
              else "Accuracy with its 95% Wilson interval and the number of rollouts.")
     not_needed = _not_needed(out)
-    val_plot = write_validation_plot(out)
+    val_series = validation_series(out)
+    val_plot = write_validation_plot(out, val_series)
     plots = ([val_plot.relative_to(out)] if val_plot else []) + [
         p.relative_to(out) for stage in ("sft", "grpo", "review/round_*/grpo") for p in sorted(out.glob(f"{stage}/plots/*.png"))]
     links = [(label, f"{folder.relative_to(out).as_posix()}/report.html") for folder, label in _folders(out)
@@ -433,7 +434,7 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
         md += ["", "## Time per stage", "", "| stage | seconds |", "|---|---:|"]
         md += [f"| {k} | not needed: {why} |" for k, why in not_needed.items()]
         md += [f"| {k} | {v:.1f} |" for k, v in timings.items()] + [f"| total | {sum(timings.values()):.1f} |"]
-    val_rows = [[str(step), _percent(acc, lo, hi)] for step, acc, lo, hi in validation_series(out)]
+    val_rows = [[str(step), _percent(acc, lo, hi)] for step, acc, lo, hi in val_series]
     if val_rows:
         md += ["", "## Validation during GRPO", "", VAL_NOTE, "", "| step | accuracy [95%] |", "|---:|---:|"]
         md += [f"| {a} | {b} |" for a, b in val_rows]
