@@ -56,7 +56,8 @@ def _weights(path):
     return load_file(str(next((path / "model").glob("*.safetensors"))))
 
 
-@pytest.mark.parametrize("extra", [[], ["grpo.sft_mix.coef=0.5", "grpo.sft_mix.examples=3"]], ids=["grpo", "sft_mix"])
+@pytest.mark.parametrize("extra", [[], ["grpo.sft_mix.coef=0.5", "grpo.sft_mix.examples=3", "grpo.sft_mix.draw=shared_prompt"]],
+                         ids=["grpo", "sft_mix"])
 def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_dir, toy_tasks, extra):
     from officegym.train.grpo import train_grpo
 
@@ -400,7 +401,7 @@ def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_m
 
     class Cfg:
         seed = 3
-        grpo = type("G", (), {"sft_mix": type("M", (), {"examples": 4})()})()
+        grpo = type("G", (), {"sft_mix": type("M", (), {"examples": 4, "draw": "any"})()})()
 
     from officegym.train.sft_data import BuildReport, Example
 
@@ -410,6 +411,48 @@ def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_m
 
     with pytest.raises(DataError, match="no ground-truth conversation"):
         SFTMix([], 0, Cfg(), BuildReport())
+
+
+def test_sft_mix_shared_prompt_draws_one_prompt_a_step_with_the_same_odds():
+    """grpo.sft_mix.draw=shared_prompt: a step's conversations share one prompt (so the term runs it
+    once), each conversation is drawn as often as under `any` (k/N a step), a prompt with fewer than
+    k conversations is topped up from the others, and the draw depends on (seed, step) alone."""
+    from collections import Counter
+
+    from officegym.train.sft_data import BuildReport, Example
+    from officegym.train.sft_mix import SFTMix, prompt_clusters
+
+    prompts = {"a": [5] * 40, "b": [6] * 40, "c": [7] * 36 + [1] * 4}  # c shares 0 tokens with a or b
+    sizes = {"a": 12, "b": 8, "c": 3}
+    examples, prompt_of = [], []
+    for name, n in sizes.items():
+        for j in range(n):  # each conversation: its prompt, a user turn of its own, the trained reply
+            examples.append(Example(name, prompts[name] + [100 + j, 101 + j] + [9, 9, 9], [0] * 42 + [1] * 3))
+            prompt_of.append(name)
+    clusters = prompt_clusters(examples)
+    assert all({prompt_of[j] for j in clusters[i]} == {prompt_of[i]} for i in range(len(examples)))
+    assert [len(clusters[i]) for i in range(len(examples))] == [12] * 12 + [8] * 8 + [3] * 3
+
+    class Cfg:
+        seed = 3
+        grpo = type("G", (), {"sft_mix": type("M", (), {"examples": 4, "draw": "shared_prompt"})()})()
+
+    mix = SFTMix(examples, 0, Cfg(), BuildReport())
+    assert mix.indexes(7) == SFTMix(examples, 0, Cfg(), BuildReport()).indexes(7)
+    counts: Counter[int] = Counter()
+    steps = 4000
+    for step in range(steps):
+        picked = mix.indexes(step)
+        assert len(picked) == len(set(picked)) == 4
+        names = [prompt_of[i] for i in picked]
+        if names[0] != "c":  # a and b have >= 4 conversations: one prompt for the whole step
+            assert len(set(names)) == 1, names
+        else:  # c's 3, then one from the others
+            assert names[:3].count("c") == 3 and names[3] != "c"
+        counts.update(picked)
+    # a and b's conversations: k/N = 4/23 of the steps each (binomial sd ~0.006 at 4000 steps)
+    for i in range(20):
+        assert abs(counts[i] / steps - 4 / 23) < 0.03, (i, counts[i])
 
 
 def test_sft_mix_without_prompt_gradient_has_the_same_loss_and_another_gradient(tmp_path, make_cfg, toy_sft_model):

@@ -273,6 +273,10 @@ class SFTMixConfig(Section):
     max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
     prompt_grad: bool = Field(True, description="false: the prompt the conversations of a micro-batch share runs "
                               "without gradient (sft.prompt_grad: false does the same in SFT): a cheaper term")
+    draw: Literal["any", "shared_prompt"] = Field(
+        "any", description="any: the step's conversations are drawn from all; shared_prompt: from the conversations "
+        "sharing the prompt of one drawn at random (one tool set on the workplace), so the term runs that prompt once: "
+        "each conversation is as likely as under any, and a step costs ~1 prompt instead of ~1 per tool set")
 
 
 class GRPOConfig(Section):

@@ -20,6 +20,34 @@ from officegym.train.distributed import Dist
 from officegym.train.sft_data import BuildReport, Example, ground_truth_examples
 
 
+def _first_trained(example: Example) -> int:
+    return next((i for i, m in enumerate(example.loss_mask) if m), len(example.input_ids))
+
+
+def prompt_clusters(examples: list[Example]) -> list[list[int]]:
+    """For each example, the indexes of the examples sharing its prompt: in token order, neighbours
+    whose common prefix covers at least half of the shorter prompt (the ids before the first trained
+    token) belong together, as a shared-prefix micro-batch would take them (train/forward.py)."""
+    from officegym.train.forward import common_prefix
+
+    order = sorted(range(len(examples)), key=lambda i: examples[i].input_ids)
+    groups: list[list[int]] = []
+    for i in order:
+        if groups:
+            j = groups[-1][-1]
+            a, b = examples[j], examples[i]
+            shorter = min(_first_trained(a), _first_trained(b))
+            if 2 * common_prefix(a.input_ids, b.input_ids) >= max(shorter, 1):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    out: list[list[int]] = [[] for _ in examples]
+    for group in groups:
+        for i in group:
+            out[i] = group
+    return out
+
+
 class SFTMix:
     def __init__(self, examples: list[Example], pad_id: int, cfg: GRPORunConfig, report: BuildReport):
         if not examples:
@@ -29,6 +57,7 @@ class SFTMix:
         self.pad_id = pad_id
         self.cfg = cfg
         self.report = report
+        self._clusters: list[list[int]] | None = None  # per example: the examples sharing its prompt
 
     @classmethod
     def build(cls, tm: Any, cfg: GRPORunConfig, env: Any, tasks: list[Any]) -> SFTMix:
@@ -43,8 +72,21 @@ class SFTMix:
 
     def indexes(self, step: int) -> list[int]:
         """The conversations of `step`: a function of the seed and the step only."""
-        k = min(self.cfg.grpo.sft_mix.examples, len(self.examples))
-        return random.Random(f"sft-mix:{self.cfg.seed}:{step}").sample(range(len(self.examples)), k)
+        m = self.cfg.grpo.sft_mix
+        k = min(m.examples, len(self.examples))
+        rng = random.Random(f"sft-mix:{self.cfg.seed}:{step}")
+        if m.draw != "shared_prompt":
+            return rng.sample(range(len(self.examples)), k)
+        # One conversation drawn uniformly picks the prompt, so each conversation is in a step with
+        # probability k/N as under `any` (when its prompt has at least k); a prompt with fewer than
+        # k conversations is topped up from the rest.
+        if self._clusters is None:
+            self._clusters = prompt_clusters(self.examples)
+        cluster = self._clusters[rng.randrange(len(self.examples))]
+        picked = rng.sample(cluster, min(k, len(cluster)))
+        chosen = set(picked)
+        rest = [i for i in range(len(self.examples)) if i not in chosen]
+        return picked + rng.sample(rest, k - len(picked))
 
     def batches(self, step: int, device: Any, dist: Dist) -> list[dict[str, Any]]:
         """This rank's share of the step's conversations as micro-batches (those of one tool set
