@@ -52,6 +52,9 @@ CASES = {
     "eval tasks missing, named with brackets": (
         ["eval", "--policy", "noop", "--tasks", "{folder}/runs[/v2]/t[v2].jsonl", "--out", "{new}", "--world", "{world}"],
         re.escape("no such task file: ") + ".*" + re.escape("folder/runs[/v2]/t[v2].jsonl")),
+    "eval unknown chat template": (["eval", "--policy", "hf:{folder}", "--tasks", "{tasks}", "--out", "{new}",
+                                    "--world", "{world}", "--chat-template", "signatures"],
+                                   "chat_template must be one of .*officegym-signatures"),
     "eval out a file": (["eval", "--policy", "noop", "--tasks", "{tasks}", "--out", "{file}", "--world", "{world}"],
                         "--out .*file exists and is not a folder"),
     "report run a file": (["report", "{file}"], "run folder .*file is a file, not a folder"),

@@ -12,7 +12,9 @@ from officegym.agent.formats import (
     END_OF_TURN_MARKERS,
     GENERATION_PROMPT,
     IM_END,
+    SIGNATURES_CHAT_TEMPLATE,
     TOOL_CHAT_TEMPLATE,
+    TOOL_FORMATS,
     ParsedText,
     assistant_message,
     assistant_text,
@@ -22,6 +24,7 @@ from officegym.agent.formats import (
     parse_text_tool_calls,
     render_chatml,
     responses_items_to_chat_messages,
+    tool_format_of,
 )
 from officegym.core.policy import Completion
 from officegym.core.types import ToolCall, ToolSpec
@@ -47,6 +50,7 @@ def _hf_environment():
 
 
 TEMPLATE = _hf_environment().from_string(TOOL_CHAT_TEMPLATE)
+SIGNATURES = _hf_environment().from_string(SIGNATURES_CHAT_TEMPLATE)
 
 
 def render_jinja(messages, tools=None, add_generation_prompt=True):
@@ -222,6 +226,111 @@ def test_prefix_preserving(messages, tools):
         assert render_chatml(messages[: k + 1], tools, add_generation_prompt=False) == sampled + "\n"
         for j in range(k + 1, len(messages) + 1):
             assert render_chatml(messages[:j], tools, add_generation_prompt=True).startswith(sampled)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The "signatures" tool format
+
+FIND = ToolSpec("company_directory_find_email_address", "Look up colleagues' addresses.", {
+    "type": "object",
+    "properties": {"name": {"type": "string", "description": "Part of a person's name"}},
+    "required": [],
+})
+ODD = ToolSpec("odd", "", {
+    "type": "object",
+    "properties": {
+        "field": {"type": "string", "enum": ["event_name", "duration"], "description": "Field to change"},
+        "ids": {"type": "array", "items": {"type": "integer"}},
+        "rows": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        "when": {"type": ["string", "null"]},
+        "filter": {"type": "object", "properties": {"k": {"type": "integer"}}},
+        "loose": {},
+    },
+    "required": ["field", "ids"],
+})
+
+
+def render_signatures(messages, tools=None, add_generation_prompt=True):
+    return SIGNATURES.render(messages=messages, tools=chat_tools(tools) if tools is not None else None,
+                             add_generation_prompt=add_generation_prompt)
+
+
+def test_signatures_layout():
+    msgs = CONVERSATION[:2]
+    text = render_chatml(msgs, [SEND, FIND, ODD], tool_format="signatures")
+    block = text.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0]
+    assert block.split("\n") == [
+        "email_send_email(recipient: string, subject: string, body: string): Sends an email.",
+        "company_directory_find_email_address(name?: string): Look up colleagues' addresses.",
+        "  name: Part of a person's name",
+        'odd(field: "event_name" | "duration", ids: integer[], rows?: ' + json.dumps(ODD.parameters["properties"]["rows"])
+        + ", when?: string | null, filter?: " + json.dumps(ODD.parameters["properties"]["filter"]) + ", loose?: {})",
+        "  field: Field to change",
+    ]
+    assert "name(argument: type, optional?: type)" in text
+    # the rest of the conversation is the JSON format's, and only the tools section is shorter
+    json_text = render_chatml(msgs, [SEND, FIND, ODD])
+    assert text.rsplit("</tools>", 1)[1] == json_text.rsplit("</tools>", 1)[1] and len(text) < len(json_text)
+    assert render_signatures(msgs, [SEND, FIND, ODD]) == text
+    with pytest.raises(ValueError, match="tool_format"):
+        render_chatml(msgs, TOOLS, tool_format="yaml")
+
+
+def test_tool_format_of_names_the_templates():
+    assert tool_format_of(TOOL_CHAT_TEMPLATE) == "json" and tool_format_of(SIGNATURES_CHAT_TEMPLATE) == "signatures"
+    assert tool_format_of(None) is None and tool_format_of("{{ messages }}") is None
+    assert set(TOOL_FORMATS) == {"json", "signatures"}
+
+
+# Tool schemas as they come: JSON-schema-like, sometimes odd (types as lists, enums, nesting, junk).
+schema_types = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object", "", "é"])
+descriptions = st.fixed_dictionaries({}, optional={"description": texts | st.integers()})
+flat_specs = st.one_of(
+    st.builds(lambda t, d: {"type": t, **d}, schema_types, descriptions),
+    st.builds(lambda t, d: {"type": t, **d}, st.lists(schema_types, max_size=3) | st.integers(), descriptions),
+    st.builds(lambda e, d: {"type": "string", "enum": e, **d}, st.lists(json_scalars, max_size=3) | texts, descriptions),
+    st.builds(lambda i, d: {"type": "array", "items": i, **d},
+              st.fixed_dictionaries({"type": schema_types}, optional={"enum": st.lists(json_scalars, max_size=2)})
+              | json_scalars, descriptions),
+    st.just({}),
+    json_scalars,
+)
+property_specs = st.recursive(
+    flat_specs,
+    lambda inner: st.fixed_dictionaries({"type": st.sampled_from(["array", "object"])},
+                                        optional={"items": inner, "properties": st.dictionaries(texts, inner, max_size=2)}),
+    max_leaves=4,
+)
+tool_schemas = st.builds(
+    lambda name, description, props, required, junk: {
+        "type": "function",
+        "function": {"name": name, "description": description,
+                     "parameters": junk if junk is not None else {"type": "object", "properties": props, "required": required}},
+    },
+    names, texts | st.none() | st.integers(), st.dictionaries(texts, property_specs, max_size=4),
+    st.lists(texts, max_size=3) | texts | st.none(), st.none() | st.sampled_from([None, "x", [], {"properties": []}]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(tool_schemas, min_size=1, max_size=3), st.booleans())
+def test_signatures_of_random_schemas(tools, add_generation_prompt):
+    messages = [{"role": "user", "content": "x"}]
+    assert (render_signatures(messages, tools, add_generation_prompt)
+            == render_chatml(messages, tools, add_generation_prompt, tool_format="signatures"))
+
+
+@fast
+@given(conversations(), st.lists(tool_schemas, max_size=3) | tool_lists, st.booleans())
+def test_signatures_template_equals_renderer(messages, tools, add_generation_prompt):
+    assert (render_signatures(messages, tools, add_generation_prompt)
+            == render_chatml(messages, tools, add_generation_prompt, tool_format="signatures"))
+
+
+@pytest.mark.parametrize("messages", EDGE_CONVERSATIONS)
+def test_signatures_template_equals_renderer_on_edges(messages):
+    for tools in (None, [], TOOLS, [FIND, ODD]):
+        assert render_signatures(messages, tools) == render_chatml(messages, tools, tool_format="signatures")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -323,6 +323,32 @@ def test_tool_template_is_installed_only_when_tools_would_be_dropped(policy):
     assert renders_tools(tok) and not ensure_tool_template(tok)
 
 
+def test_signatures_template_is_chosen_saved_and_kept(tiny_dir, tmp_path):
+    """chat_template=officegym-signatures renders tools as compact signatures (and the prompt is
+    shorter); a tokenizer saved with it keeps it under auto, as a model trained with it is evaluated."""
+    from officegym.agent.formats import SIGNATURES_CHAT_TEMPLATE, render_chatml
+
+    compact = HFPolicy(str(tiny_dir), device="cpu", threads=1, chat_template="officegym-signatures").load()
+    assert compact.template_name.startswith("officegym SIGNATURES_CHAT_TEMPLATE")
+    request = _request(USERS[0])
+    text = compact.render(request.messages, TOOLS)
+    assert text == render_chatml(request.messages, TOOLS, tool_format="signatures")
+    assert "email_send_email(recipient?: string, subject?: string): Sends an email" in text
+    plain = HFPolicy(str(tiny_dir), device="cpu", threads=1).load()
+    assert len(compact.encode(text)) < len(plain.encode(plain.render(request.messages, TOOLS)))
+    (c,) = compact.complete_sync([request], SamplingParams(temperature=0.0, max_new_tokens=4))
+    assert c.prompt_ids == compact.encode(text)
+    directory = tmp_path / "trained"
+    shutil.copytree(tiny_dir, directory)
+    compact._tok.save_pretrained(directory)  # what a trainer saves beside its weights
+    again = HFPolicy(str(directory), device="cpu", threads=1).load()
+    assert again._tok.chat_template == SIGNATURES_CHAT_TEMPLATE and again.render(request.messages, TOOLS) == text
+    forced = HFPolicy(str(directory), device="cpu", threads=1, chat_template="officegym").load()
+    assert forced.render(request.messages, TOOLS) == render_chatml(request.messages, TOOLS)
+    with pytest.raises(ValueError, match="chat_template must be one of"):
+        HFPolicy(str(tiny_dir), chat_template="signatures")
+
+
 def test_resolve_model_passes_paths_and_hub_ids(tmp_path):
     assert resolve_model(str(tmp_path)) == tmp_path
     assert resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"

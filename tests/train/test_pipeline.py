@@ -195,3 +195,26 @@ def test_eval_base_can_take_fewer_tasks_and_is_compared_on_the_tasks_both_ran(tm
     assert json.loads((out / "eval_base" / "metrics.json").read_text())["tasks"] == 2
     pipe = Pipeline(cfg)
     assert len(pipe._eval_tasks("eval_sft")) == 6 and len(pipe._eval_tasks("eval_base")) == 2
+
+
+def test_eval_base_sees_the_prompts_training_will_give_the_base_model(tmp_path, tiny_model_dir, monkeypatch):
+    """sft.model.chat_template=officegym-signatures: the untrained model is evaluated with that template
+    too (trained models carry theirs); with the default (auto) the evaluation passes none."""
+    from officegym.agent import policies
+
+    seen = []
+    real = policies.make_policy
+
+    def spy(spec, **options):
+        if spec.startswith(("hf:", "vllm:")):
+            seen.append(options.get("chat_template"))
+        return real(spec, **options)
+
+    monkeypatch.setattr(policies, "make_policy", spy)
+    out = tmp_path / "run"
+    Pipeline(_cfg(out, tiny_model_dir, "stages=[world, tasks, eval_base]", "eval.max_tasks=1",
+                  "sft.model.chat_template=officegym-signatures")).run()
+    assert seen == ["officegym-signatures"]
+    assert Pipeline(_cfg(tmp_path / "plain", tiny_model_dir))._base_template() is None
+    grpo_only = _cfg(tmp_path / "g", tiny_model_dir, "stages=[world, tasks, grpo]", "grpo.model.chat_template=officegym")
+    assert Pipeline(grpo_only)._base_template() == "officegym"

@@ -56,6 +56,36 @@ def _weights(path):
     return load_file(str(next((path / "model").glob("*.safetensors"))))
 
 
+def test_sft_with_the_signatures_template_trains_on_it_and_saves_it(tmp_path, make_cfg, tiny_model_dir,
+                                                                     workplace_tasks, tiny_world_dir):
+    """model.chat_template=officegym-signatures: SFT's conversations show the tools as signatures
+    (shorter than the JSON lines) and the saved model carries the template, so later stages and
+    evaluations (chat_template auto) see the prompts it was trained on."""
+    from transformers import AutoTokenizer
+
+    from officegym.agent.formats import SIGNATURES_CHAT_TEMPLATE
+    from officegym.train.data import make_environment
+    from officegym.train.modeling import load_train_model, token_renderer
+    from officegym.train.sft import build_examples, train_sft
+
+    common = [f"model.name={tiny_model_dir}", f"data.tasks={workplace_tasks}", f"data.world={tiny_world_dir}",
+              "sft.max_steps=1", "sft.batch_size=2", "sft.micro_batch_size=2", "validation.every=0",
+              "checkpoint.every=1", "data.val_fraction=0"]
+    lengths = {}
+    for template in ("officegym", "officegym-signatures"):
+        cfg = make_cfg("sft", tmp_path / template, *common, f"model.chat_template={template}")
+        tm = load_train_model(cfg.model, cfg.lora)
+        renderer = token_renderer(tm, cfg)
+        train, _, _, _ = build_examples(cfg, renderer, make_environment(cfg.data))
+        text = renderer.tokenizer.decode(train[0].input_ids)
+        assert ("email_send_email(recipient: string" in text) == (template == "officegym-signatures")
+        lengths[template] = sum(len(e) for e in train)
+    assert lengths["officegym-signatures"] < 0.8 * lengths["officegym"]
+    train_sft(cfg)
+    saved = AutoTokenizer.from_pretrained(tmp_path / "officegym-signatures" / "model")
+    assert saved.chat_template == SIGNATURES_CHAT_TEMPLATE
+
+
 @pytest.mark.parametrize("extra", [[], ["grpo.sft_mix.coef=0.5", "grpo.sft_mix.examples=3", "grpo.sft_mix.draw=shared_prompt"]],
                          ids=["grpo", "sft_mix"])
 def test_kill_and_resume_matches_uninterrupted(tmp_path, make_cfg, tiny_model_dir, toy_tasks, extra):

@@ -64,13 +64,14 @@ from officegym.agent.formats import (
     chat_tools,
     parse_text_tool_calls,
     render_chatml,
+    tool_format_of,
 )
 from officegym.agent.hf_conversations import DEFAULT_BUDGET_MB, ConversationCache
 from officegym.agent.models import (
-    OFFICEGYM_TEMPLATE_NAME,
     ModelResolutionError,
     ensure_tool_template,
     resolve_model,
+    template_name,
 )
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.types import ToolSpec
@@ -83,7 +84,8 @@ SPLIT_SHARED_LOSS = 128  # start a new chunk rather than shorten the chunk's sha
 CPU_BATCH, GPU_BATCH = 8, 64  # rows decoded together by default: a GPU step costs ~the same for 64 as for 8
 GRAPH_MIN_STEPS = 8  # a batch decodes through a CUDA graph when some row may take this many tokens
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-TEMPLATES = ("auto", "officegym", "model")
+TEMPLATES = ("auto", "officegym", "officegym-signatures", "model")
+FORCED_FORMATS = {"officegym": "json", "officegym-signatures": "signatures"}  # option -> tool format
 
 
 class ModelLoadError(RuntimeError):
@@ -129,7 +131,8 @@ class HFPolicy:
     explicitly before every call (default: the cores this process may run on). `batch_size`: rows
     decoded together (default: 8 on a CPU, 64 on a GPU). `max_prompt_tokens`: longer prompts get an
     error Completion instead of a generation (default: the model's context length). `chat_template`: auto (the model's own when
-    it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | model. `autocast_dtype`:
+    it renders tools, else officegym's TOOL_CHAT_TEMPLATE) | officegym | officegym-signatures (tools as compact
+    signatures, prompts ~1/3 shorter; a model trained with it carries it, so auto keeps it) | model. `autocast_dtype`:
     run the forward passes under torch.autocast in that dtype (fp32 weights, e.g. a trainer's).
     `conversation_cache_mb`: memory for the conversations' keys and values kept between turns
     (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token). `cuda_graphs`: on a GPU, replay
@@ -207,6 +210,7 @@ class HFPolicy:
         self._tok: Any = None
         self._device: Any = None
         self._use_formats_renderer = False
+        self._tool_format = "json"
         self._stop_ids: set[int] = set()
         self._eot_text = IM_END
         self._eot_id: int | None = None
@@ -352,20 +356,20 @@ class HFPolicy:
         return self._pad_id
 
     def _setup_template(self) -> None:
-        from officegym.agent.formats import TOOL_CHAT_TEMPLATE
-
         tok = self._tok
         option = self.chat_template_option
         if option == "model":
             if not getattr(tok, "chat_template", None):
                 raise ModelLoadError(f"{self.model_spec} has no chat template; use chat_template='auto' or 'officegym'")
-            replaced = False
         else:
-            replaced = ensure_tool_template(tok, force=option == "officegym")
-        if replaced or tok.chat_template == TOOL_CHAT_TEMPLATE:
+            forced = FORCED_FORMATS.get(option)
+            ensure_tool_template(tok, force=forced is not None, tool_format=forced or "json")
+        tool_format = tool_format_of(tok.chat_template)
+        if tool_format is not None:
             # The Python renderer gives the same text as the Jinja template, without Jinja's cost.
             self._use_formats_renderer = True
-            self.template_name = OFFICEGYM_TEMPLATE_NAME
+            self._tool_format = tool_format
+            self.template_name = template_name(tool_format)
         else:
             self._use_formats_renderer = False
             self.template_name = f"the chat template of {self.model_spec}"
@@ -414,7 +418,7 @@ class HFPolicy:
 
     def render(self, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec], add_generation_prompt: bool = True) -> str:
         if self._use_formats_renderer:
-            return render_chatml(messages, tools, add_generation_prompt)
+            return render_chatml(messages, tools, add_generation_prompt, self._tool_format)
         return self._tok.apply_chat_template(
             [dict(m) for m in messages],
             tools=chat_tools(tools) or None,

@@ -31,11 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from officegym.agent.formats import TOOL_CHAT_TEMPLATE
+from officegym.agent.formats import TOOL_FORMATS
 from officegym.core.cache import cache_root
 
 MARKER = "officegym-model.json"
 OFFICEGYM_TEMPLATE_NAME = "officegym TOOL_CHAT_TEMPLATE (officegym.agent.formats)"
+
+
+def template_name(tool_format: str) -> str:
+    """How logs and reports name officegym's template of a tool format."""
+    return OFFICEGYM_TEMPLATE_NAME if tool_format == "json" else f"officegym {tool_format.upper()}_CHAT_TEMPLATE (officegym.agent.formats)"
 
 
 class ModelResolutionError(RuntimeError):
@@ -151,11 +156,11 @@ def renders_tools(tokenizer: Any) -> bool:
     return with_tools != without and "officegym_probe_tool" in with_tools
 
 
-def ensure_tool_template(tokenizer: Any, force: bool = False) -> bool:
-    """Give the tokenizer officegym's TOOL_CHAT_TEMPLATE when its own cannot render tools (or when
-    `force`). Returns True when the template was replaced."""
+def ensure_tool_template(tokenizer: Any, force: bool = False, tool_format: str = "json") -> bool:
+    """Give the tokenizer officegym's template of `tool_format` (TOOL_FORMATS) when its own cannot
+    render tools (or when `force`). Returns True when the template was replaced."""
     if force or not renders_tools(tokenizer):
-        tokenizer.chat_template = TOOL_CHAT_TEMPLATE
+        tokenizer.chat_template = TOOL_FORMATS[tool_format]
         return True
     return False
 

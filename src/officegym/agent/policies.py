@@ -58,7 +58,8 @@ def make_policy(spec: str, **options: Any) -> Policy:
             from officegym.agent.hf import HFPolicy
         except ImportError as exc:
             raise PolicySpecError(f"the hf: backend needs torch and transformers ({exc}); pip install 'officegym[train]'") from None
-        allowed = {"device", "dtype", "threads", "batch_size", "max_prompt_tokens", "conversation_cache_mb", "cuda_graphs", "split_prefixes"}
+        allowed = {"device", "dtype", "threads", "batch_size", "max_prompt_tokens", "conversation_cache_mb", "cuda_graphs",
+                   "split_prefixes", "chat_template"}
         return HFPolicy(arg, **{k: v for k, v in options.items() if k in allowed and v is not None})
     if kind == "vllm":
         try:

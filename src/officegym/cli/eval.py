@@ -147,6 +147,7 @@ def eval_cmd(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
+    chat_template: Annotated[str | None, typer.Option("--chat-template", help="hf: and vllm: policies: auto (default: the model's own when it renders tools, else officegym's) | officegym | officegym-signatures (tools as compact signatures) | model.")] = None,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
     ray_workers: RayWorkersOpt = 2,
@@ -172,9 +173,11 @@ def eval_cmd(
         fail(str(exc))
     reward_fn = _reward(reward, environment.write_tools)
     options = {"base_url": base_url, "seed": seed, "environment": env_name}
+    if chat_template is not None:
+        options["chat_template"] = chat_template
     try:
         pol = make_policy(policy, **options)
-    except (PolicySpecError, FileNotFoundError, OSError) as exc:
+    except (PolicySpecError, FileNotFoundError, OSError, ValueError) as exc:
         fail(str(exc))
     on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, ray_engines, ray_engine_gpus, policy, concurrency)
     problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it

@@ -308,6 +308,9 @@ class Pipeline:
             options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype, "cuda_graphs": e.cuda_graphs}
         else:
             options = {}
+        base_template = self._base_template()
+        if model == self.cfg.model and base_template is not None and spec.startswith(("vllm:", "hf:", "smollm2")):
+            options["chat_template"] = base_template  # the base model sees the prompts training will give it
         policy = make_policy(spec, environment=self.env_name, **options)
         steps, k = max_steps or e.max_steps, k or e.k
         config = LoopConfig(max_steps=steps, max_tool_output_chars=e.max_tool_output_chars,
@@ -392,6 +395,13 @@ class Pipeline:
             self.say(f"[yellow]sft_data: the oracle is fully right on {metrics['accuracy']:.1%} of the train tasks; "
                      "SFT keeps only the rollouts that reach sft.min_reward[/]")
         return self.out / "sft_data" / "rollouts.jsonl"
+
+    def _base_template(self) -> str | None:
+        """The chat template the first training stage gives the base model, unless auto (trained
+        models carry theirs)."""
+        section = self.cfg.sft if "sft" in self.cfg.stages else self.cfg.grpo
+        value = (section.get("model") or {}).get("chat_template", "auto")
+        return None if value == "auto" else str(value)
 
     def _sft(self) -> None:
         from officegym.train.config import SFTRunConfig

@@ -185,7 +185,10 @@ class ModelConfig(Section):
         "auto", description="auto: bf16 autocast on a GPU or CPU with bf16 hardware (AMX, AVX512-BF16), else fp32; "
         "weights stay fp32 either way"
     )
-    chat_template: Literal["auto", "officegym", "model"] = "auto"
+    chat_template: Literal["auto", "officegym", "officegym-signatures", "model"] = Field(
+        "auto", description="auto: the model's own template when it renders tools (a model trained here keeps the one "
+        "it was trained with), else officegym's (tools as JSON lines); officegym-signatures: tools as compact "
+        "signatures, the workplace's prompts 25-38% shorter (benchmarks/tool_format_tokens.py)")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the cores this process may use)")
     gradient_checkpointing: bool = False
     cuda_graphs: bool = Field(True, description="on a GPU, hf: generation replays each batch's decoding step from a CUDA graph")
