@@ -279,7 +279,8 @@ class SFTMixConfig(Section):
     draw: Literal["any", "shared_prompt"] = Field(
         "any", description="any: the step's conversations are drawn from all; shared_prompt: from the conversations "
         "sharing the prompt of one drawn at random (one tool set on the workplace), so the term runs that prompt once: "
-        "each conversation is as likely as under any, and a step costs ~1 prompt instead of ~1 per tool set")
+        "each conversation is as likely as under any, and a step costs ~1 prompt instead of ~1 per tool set (the quickstart "
+        "keeps any: one of two seeds missed its gain; docs/benchmarks.md)")
 
 
 class GRPOConfig(Section):
