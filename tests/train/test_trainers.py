@@ -452,12 +452,13 @@ def test_sft_mix_shared_prompt_draws_one_prompt_a_step_with_the_same_odds():
     from officegym.train.sft_data import BuildReport, Example
     from officegym.train.sft_mix import SFTMix, prompt_clusters
 
-    prompts = {"a": [5] * 40, "b": [6] * 40, "c": [7] * 36 + [1] * 4}  # c shares 0 tokens with a or b
+    # prompts long enough that dropping one from a micro-batch's shared prefix is worth a cut (forward.SPLIT_LOSS)
+    prompts = {"a": [5] * 300, "b": [6] * 300, "c": [7] * 270 + [1] * 30}  # c shares 0 tokens with a or b
     sizes = {"a": 12, "b": 8, "c": 3}
     examples, prompt_of = [], []
     for name, n in sizes.items():
         for j in range(n):  # each conversation: its prompt, a user turn of its own, the trained reply
-            examples.append(Example(name, prompts[name] + [100 + j, 101 + j] + [9, 9, 9], [0] * 42 + [1] * 3))
+            examples.append(Example(name, prompts[name] + [100 + j, 101 + j] + [9, 9, 9], [0] * 302 + [1] * 3))
             prompt_of.append(name)
     clusters = prompt_clusters(examples)
     assert all({prompt_of[j] for j in clusters[i]} == {prompt_of[i]} for i in range(len(examples)))

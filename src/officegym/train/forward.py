@@ -33,8 +33,7 @@ MIN_SHARED = 16  # below this the extra forward call costs more than it saves
 SPLIT_LOSS = 128  # start a new micro-batch rather than shorten the shared prefix by more than this
 
 
-def common_prefix(a: Any, b: Any) -> int:
-    """How many leading items two sequences share."""
+def _lcp(a: Any, b: Any) -> int:
     n = min(len(a), len(b))
     k = 0
     while k < n and a[k] == b[k]:
@@ -55,7 +54,7 @@ def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int |
     for i in order:
         chunk = out[-1] if out else None
         if chunk is not None and len(chunk) < max_rows:
-            common = common_prefix(seqs[chunk[0]], seqs[i])
+            common = _lcp(seqs[chunk[0]], seqs[i])
             if len(chunk) == 1:
                 fits = 2 * common >= min(len(seqs[chunk[0]]), len(seqs[i]))
                 new_shared = common

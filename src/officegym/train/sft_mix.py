@@ -20,29 +20,13 @@ from officegym.train.distributed import Dist
 from officegym.train.sft_data import BuildReport, Example, ground_truth_examples
 
 
-def _first_trained(example: Example) -> int:
-    return next((i for i, m in enumerate(example.loss_mask) if m), len(example.input_ids))
-
-
 def prompt_clusters(examples: list[Example]) -> list[list[int]]:
-    """For each example, the indexes of the examples sharing its prompt: in token order, neighbours
-    whose common prefix covers at least half of the shorter prompt (the ids before the first trained
-    token) belong together, as a shared-prefix micro-batch would take them (train/forward.py)."""
-    from officegym.train.forward import common_prefix
+    """For each example, the indexes of the examples sharing its prompt: those a shared-prefix
+    micro-batch would take together, without its row and token caps (train/forward.py)."""
+    from officegym.train.forward import prefix_micro_batches
 
-    order = sorted(range(len(examples)), key=lambda i: examples[i].input_ids)
-    groups: list[list[int]] = []
-    for i in order:
-        if groups:
-            j = groups[-1][-1]
-            a, b = examples[j], examples[i]
-            shorter = min(_first_trained(a), _first_trained(b))
-            if 2 * common_prefix(a.input_ids, b.input_ids) >= max(shorter, 1):
-                groups[-1].append(i)
-                continue
-        groups.append([i])
     out: list[list[int]] = [[] for _ in examples]
-    for group in groups:
+    for group in prefix_micro_batches([e.input_ids for e in examples], max_rows=len(examples)):
         for i in group:
             out[i] = group
     return out
