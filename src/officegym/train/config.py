@@ -218,6 +218,9 @@ class DataConfig(Section):
     val_tasks: str | None = Field(None, description="held-out task JSONL; without it val_fraction of tasks is held out")
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     max_val_tasks: int | None = Field(None, ge=1)
+    val_sample: Literal["first", "per_template"] = Field(
+        "first", description="which max_val_tasks of the held-out tasks validate: the first in the file, or taken "
+        "in turn from each template (every template about equally)")
     env: str = Field("workplace", description="environment name in the registry (workplace, toy_pick, ...)")
     world: str | None = Field(None, description="world folder for the workplace env (default: generated seed 0)")
     verify_mode: str | None = None

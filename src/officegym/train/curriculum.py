@@ -22,12 +22,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from officegym.train.data import DataError
-
-
-def template_of(task: Any) -> str:
-    meta = getattr(task, "metadata", None) or {}
-    return str(meta.get("template") or getattr(task, "category", None) or "-")
+from officegym.train.data import DataError, template_of
 
 
 class VarianceCurriculum:

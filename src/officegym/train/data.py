@@ -49,8 +49,28 @@ def split_tasks(tasks: list[Task], cfg: DataConfig, seed: int) -> tuple[list[Tas
     else:
         train, val = tasks, []
     if cfg.max_val_tasks is not None:
-        val = val[: cfg.max_val_tasks]
+        val = val[: cfg.max_val_tasks] if cfg.val_sample == "first" else per_template(val, cfg.max_val_tasks)
     return train, val
+
+
+def template_of(task: Any) -> str:
+    meta = getattr(task, "metadata", None) or {}
+    return str(meta.get("template") or getattr(task, "category", None) or "-")
+
+
+def per_template(tasks: list[Task], n: int) -> list[Task]:
+    """`n` tasks taken in turn from each template (templates by name, tasks in file order): a small
+    validation set then holds every template about equally, not just those early in the file."""
+    groups: dict[str, list[Task]] = {}
+    for task in tasks:
+        groups.setdefault(template_of(task), []).append(task)
+    queues = [groups[k] for k in sorted(groups)]
+    picked: list[Task] = []
+    depth = 0
+    while len(picked) < min(n, len(tasks)):
+        picked += [q[depth] for q in queues if depth < len(q)][: n - len(picked)]
+        depth += 1
+    return picked
 
 
 def make_environment(cfg: DataConfig) -> Any:
