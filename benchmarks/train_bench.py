@@ -51,7 +51,8 @@ def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
                  f"grpo.share_prefix={str(args.share_prefix).lower()}", f"backend={args.backend}",
                  "validation.every=0", f"optim.lr={args.lr}", f"optim.min_lr={args.lr}"]
     if args.backend == "vllm":  # the engine computes in the training precision (bf16 is emulated without bf16 units)
-        overrides.append("vllm.extra={dtype: " + ("bfloat16" if args.precision == "bf16" else "float32") + "}")
+        block = "" if args.block_size is None else f", block_size: {args.block_size}"
+        overrides.append("vllm.extra={dtype: " + ("bfloat16" if args.precision == "bf16" else "float32") + block + "}")
     cfg = build_config(GRPORunConfig, {}, overrides)
     return [{"step": h["time/step_s"], "generation": h["time/generation_s"], "training": h["time/training_s"],
              "sampled_tokens": h["train/sampled_tokens"], "reward": h["train/reward_mean"]} for h in train_grpo(cfg).history]
@@ -150,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lora", action="store_true")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--backend", choices=("vllm", "hf"), default="vllm")
+    ap.add_argument("--block-size", type=int, help="the vLLM engine's KV-cache block size (its prefix-cache unit; "
+                    "default: the engine's, 128 tokens on CPU)")
     ap.add_argument("--no-share-prefix", dest="share_prefix", action="store_false")
     ap.add_argument("--trl", action="store_true", help="also run TRL's GRPOTrainer (pip install trl==1.16.0)")
     ap.add_argument("--side", choices=("officegym", "trl"), help=argparse.SUPPRESS)
