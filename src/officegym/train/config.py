@@ -200,6 +200,9 @@ class LoraConfig(Section):
     alpha: float = 32.0
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: list[str] | str = "all-linear"
+    last_layers: int | None = Field(
+        None, ge=1, description="adapters on the last N decoder layers only: the backward pass stops below them "
+        "(cheaper updates); null: every layer")
 
 
 class OptimConfig(Section):

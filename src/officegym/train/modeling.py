@@ -250,7 +250,8 @@ def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0
             raise ModelSetupError("lora.enabled needs peft: pip install peft (or 'officegym[train]')") from None
         torch.manual_seed(seed)
         peft_cfg = PeftLoraConfig(r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
-                                  target_modules=lora_cfg.target_modules, task_type="CAUSAL_LM")
+                                  target_modules=lora_targets(model, lora_cfg), task_type="CAUSAL_LM",
+                                  layers_to_transform=lora_layers(model, lora_cfg.last_layers))
         model = get_peft_model(model, peft_cfg)
         if model_cfg.gradient_checkpointing:
             model.enable_input_require_grads()
@@ -258,6 +259,33 @@ def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0
     if is_lora and amp is not None:
         _store_frozen_linears(model, amp)
     return TrainModel(model=model, tokenizer=tok, device=torch.device(device), amp_dtype=amp, path=path, lora=is_lora)
+
+
+def lora_layers(model: Any, last: int | None) -> list[int] | None:
+    """The decoder layers that get adapters: the last `last` of them, or None (every layer). Nothing
+    below the lowest adapted layer needs a gradient, so autograd stops there."""
+    if last is None:
+        return None
+    total = getattr(model.config, "num_hidden_layers", None)
+    if not total:
+        raise ModelSetupError("lora.last_layers needs a model whose config names num_hidden_layers")
+    if last >= total:
+        return None
+    return list(range(total - last, total))
+
+
+def lora_targets(model: Any, lora_cfg: LoraConfig) -> list[str] | str:
+    """peft's target_modules. With last_layers peft takes no "all-linear", so it is spelt out: the
+    names of the linear layers inside the decoder layers (the output head is never adapted)."""
+    if lora_cfg.last_layers is None or lora_cfg.target_modules != "all-linear":
+        return lora_cfg.target_modules
+    import torch
+
+    names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+             if isinstance(module, torch.nn.Linear) and ".layers." in name}
+    if not names:
+        raise ModelSetupError("lora.last_layers: no linear layers found under the model's decoder layers")
+    return sorted(names)
 
 
 def _store_frozen_linears(model: Any, dtype: Any) -> None:
