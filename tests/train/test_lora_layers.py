@@ -26,9 +26,8 @@ def test_last_layers_adapts_the_top_layers_and_stops_the_backward_below(tiny_mod
     assert _adapted_layers(every.base) == [0, 1]
 
     seen = {}
-    layers = top.base.model.layers
-    layers[0].register_forward_hook(lambda m, i, o: seen.__setitem__(0, (o[0] if isinstance(o, tuple) else o).requires_grad))
-    layers[1].register_forward_hook(lambda m, i, o: seen.__setitem__(1, (o[0] if isinstance(o, tuple) else o).requires_grad))
+    for k, layer in enumerate(top.base.model.layers):
+        layer.register_forward_hook(lambda m, i, o, k=k: seen.__setitem__(k, (o[0] if isinstance(o, tuple) else o).requires_grad))
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     for p in top.base.parameters():
         if p.requires_grad:

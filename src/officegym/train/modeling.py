@@ -249,9 +249,9 @@ def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0
         except ImportError:
             raise ModelSetupError("lora.enabled needs peft: pip install peft (or 'officegym[train]')") from None
         torch.manual_seed(seed)
+        targets, layers = lora_scope(model, lora_cfg)
         peft_cfg = PeftLoraConfig(r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
-                                  target_modules=lora_targets(model, lora_cfg), task_type="CAUSAL_LM",
-                                  layers_to_transform=lora_layers(model, lora_cfg.last_layers))
+                                  target_modules=targets, task_type="CAUSAL_LM", layers_to_transform=layers)
         model = get_peft_model(model, peft_cfg)
         if model_cfg.gradient_checkpointing:
             model.enable_input_require_grads()
@@ -261,31 +261,26 @@ def load_train_model(model_cfg: ModelConfig, lora_cfg: LoraConfig, seed: int = 0
     return TrainModel(model=model, tokenizer=tok, device=torch.device(device), amp_dtype=amp, path=path, lora=is_lora)
 
 
-def lora_layers(model: Any, last: int | None) -> list[int] | None:
-    """The decoder layers that get adapters: the last `last` of them, or None (every layer). Nothing
-    below the lowest adapted layer needs a gradient, so autograd stops there."""
-    if last is None:
-        return None
+def lora_scope(model: Any, lora_cfg: LoraConfig) -> tuple[list[str] | str, list[int] | None]:
+    """peft's target_modules and layers_to_transform. With last_layers N (fewer than the model has)
+    the adapters go on the last N decoder layers, where autograd then stops; peft takes no
+    "all-linear" with a layer list, so it is spelt out as the linear layers inside the decoder layers
+    (the output head is never adapted)."""
     total = getattr(model.config, "num_hidden_layers", None)
+    last = lora_cfg.last_layers
+    if last is None or (total and last >= total):
+        return lora_cfg.target_modules, None
     if not total:
         raise ModelSetupError("lora.last_layers needs a model whose config names num_hidden_layers")
-    if last >= total:
-        return None
-    return list(range(total - last, total))
+    targets = lora_cfg.target_modules
+    if targets == "all-linear":
+        import torch
 
-
-def lora_targets(model: Any, lora_cfg: LoraConfig) -> list[str] | str:
-    """peft's target_modules. With last_layers peft takes no "all-linear", so it is spelt out: the
-    names of the linear layers inside the decoder layers (the output head is never adapted)."""
-    if lora_cfg.last_layers is None or lora_cfg.target_modules != "all-linear":
-        return lora_cfg.target_modules
-    import torch
-
-    names = {name.rsplit(".", 1)[-1] for name, module in model.named_modules()
-             if isinstance(module, torch.nn.Linear) and ".layers." in name}
-    if not names:
-        raise ModelSetupError("lora.last_layers: no linear layers found under the model's decoder layers")
-    return sorted(names)
+        targets = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                          if isinstance(module, torch.nn.Linear) and ".layers." in name})
+        if not targets:
+            raise ModelSetupError("lora.last_layers: no linear layers found under the model's decoder layers")
+    return targets, list(range(total - last, total))
 
 
 def _store_frozen_linears(model: Any, dtype: Any) -> None:
