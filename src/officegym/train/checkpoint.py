@@ -196,10 +196,12 @@ class CheckpointManager:
         sign = 1 if self.higher_is_better else -1
         return max(scored, key=lambda c: (sign * c.metric, c.step))
 
-    def save(self, step: int, write: Callable[[Path], None], state: dict[str, Any]) -> Path:
-        """`write(tmp_dir)` writes the weights and optimiser files; then the RNG state and state.json
-        go in, the folder is renamed to step_NNNNNN (replacing an older one of the same step), and
-        only then does the index list it."""
+    def save(self, step: int, write: Callable[[Path], None], state: dict[str, Any],
+             rng: dict[str, Any] | None = None) -> Path:
+        """`write(tmp_dir)` writes the weights and optimiser files; then the RNG state (`rng`, taken
+        earlier with `rng_state()`, or the generators' state now) and state.json go in, the folder is
+        renamed to step_NNNNNN (replacing an older one of the same step), and only then does the
+        index list it."""
         import torch
 
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
@@ -207,7 +209,7 @@ class CheckpointManager:
         full_state = {**state, "step": step}
         try:
             write(tmp)
-            torch.save(rng_state(), tmp / "rng.pt")
+            torch.save(rng if rng is not None else rng_state(), tmp / "rng.pt")
             (tmp / "state.json").write_text(json.dumps(full_state, indent=2, default=str) + "\n", encoding="utf-8")
             files = _file_sizes(tmp)
             if target.exists():

@@ -341,6 +341,9 @@ class ValidationConfig(Section):
     max_steps: int | None = Field(None, ge=1, description="model turns per validation episode (default: rollout's); "
                                   "set it to the evaluation's, or validation cannot see what evaluation will")
     max_new_tokens_per_turn: int | None = Field(None, ge=1, description="default: rollout's")
+    overlap: bool = Field(True, description="GRPO on an in-process vLLM engine: validate a step's weights inside the "
+                          "next step's rollouts (one engine batch, the same weights) instead of on their own; the "
+                          "last step, a stop and other backends validate on their own")
 
 
 class CheckpointConfig(Section):

@@ -26,6 +26,7 @@ the update; its reward still counts for its group's baseline.
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -37,7 +38,7 @@ from officegym.core.task import Task
 from officegym.core.trajectory import TemplateMismatchError, Trajectory
 from officegym.machine import ThreadGovernor, thread_metrics
 from officegym.rewards.calls import invalid_calls
-from officegym.train.checkpoint import CheckpointManager
+from officegym.train.checkpoint import CheckpointManager, rng_state
 from officegym.train.config import GRPORunConfig
 from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
 from officegym.train.distributed import Dist, run_ranks
@@ -46,10 +47,13 @@ from officegym.train.modeling import generation_policy, load_train_model, push_w
 from officegym.train.rollouts import (
     VAL_ROLLOUTS,
     RolloutWriter,
+    can_overlap,
     collect,
+    collect_with_validation,
     make_reward_fn,
     rollout_metrics,
     validate,
+    validation_metrics,
 )
 from officegym.train.runtime import (
     GracefulStop,
@@ -164,27 +168,72 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     governor = ThreadGovernor(cfg.model.threads)
     last_val: dict[str, float] = {}
     policy = None
+    validating = bool(val_tasks) and cfg.validation.accuracy and dist.main
+    # A step whose validation rides along with the next step's rollouts (same weights, one engine
+    # batch): its metrics are logged and its checkpoint written once that validation is back.
+    deferred: _Deferred | None = None
+
+    def end_step(step: int, metrics: dict[str, Any], checkpoint: bool, data_state: Any = None, rng: Any = None) -> None:
+        logger.log(step, metrics)
+        result.history.append({"step": step, **metrics})
+        if step_hook is not None and step > 0:
+            step_hook(step, metrics)
+        if checkpoint:
+            if dist.main:
+                _save(manager, step, tm, optimizer, scheduler, data_state if data_state is not None else stream.state_dict(),
+                      metrics, cfg, rng)
+            dist.barrier()
+
+    def flush(batch: Any) -> None:
+        """The deferred step's validation is back (`batch`; None when the next step failed first):
+        log the step and write its checkpoint (the weights have not moved since it ended)."""
+        nonlocal deferred, last_val
+        d, deferred = deferred, None
+        if d is None or (batch is None and d.step == 0):
+            return
+        if batch is not None:
+            val = validation_metrics(batch, overlapped=True)
+            val_writer.validation(d.step, val_tasks, batch.trajectories)
+            d.metrics.update(val)
+            last_val = val
+            if d.step == 0 and console is not None and "val/accuracy" in val:
+                console.print(f"step 0 (start): validation accuracy {val['val/accuracy']:.3f}")
+        end_step(d.step, d.metrics, d.checkpoint, d.data_state, d.rng)
+
     try:
         policy = generation_policy(tm, cfg)
-        if start_step == 0 and cfg.validation.at_start and val_tasks and cfg.validation.accuracy and dist.main:
-            # Step 0 of the validation curve: the model GRPO starts from.
-            push_weights(policy, tm, 0)
-            last_val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
-            val_writer.validation(0, val_tasks, val_trajs)
-            logger.log(0, last_val)
-            result.history.append({"step": 0, **last_val})
-            if console is not None and "val/accuracy" in last_val:
-                console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
+        overlap = validating and cfg.validation.overlap and not dist.active and can_overlap(policy, cfg)
+        if start_step == 0 and cfg.validation.at_start and validating and start_step < cfg.grpo.max_steps:
+            if overlap:  # step 0 of the curve rides along with step 1's rollouts
+                deferred = _Deferred(0, {}, False)
+            else:
+                # Step 0 of the validation curve: the model GRPO starts from.
+                push_weights(policy, tm, 0)
+                last_val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
+                val_writer.validation(0, val_tasks, val_trajs)
+                end_step(0, dict(last_val), False)
+                if console is not None and "val/accuracy" in last_val:
+                    console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
         with GracefulStop(console) as stop, progress_bar(console) as bar:
             job = bar.add_task("grpo", total=cfg.grpo.max_steps, completed=start_step, info="")
             for step in range(start_step + 1, cfg.grpo.max_steps + 1):
                 threads, busy = governor.update()  # the cores others leave free now, for this step
                 policy.set_threads(threads)
                 metrics = grpo_step(cfg, step, tm, policy, env, stream, optimizer, scheduler, params, reward_fn,
-                                    reference, writer, dist, sft_mix)
+                                    reference, writer, dist, sft_mix,
+                                    alongside=val_tasks if deferred is not None else None, on_validation=flush)
                 metrics.update(thread_metrics(threads, busy))
-                due_val = cfg.validation.every and step % cfg.validation.every == 0
-                if (due_val or step == cfg.grpo.max_steps) and (val_tasks and cfg.validation.accuracy) and dist.main:
+                stopping = dist.any(stop.requested)  # a signal to any rank stops the job at this step
+                due_val = (cfg.validation.every and step % cfg.validation.every == 0) or step == cfg.grpo.max_steps
+                checkpoint = step % cfg.checkpoint.every == 0 or step == cfg.grpo.max_steps or stopping
+                result.last_step = step
+                if due_val and validating and overlap and step < cfg.grpo.max_steps and not stopping:
+                    metrics.update(memory_metrics())
+                    metrics.update(release_free_memory())
+                    deferred = _Deferred(step, metrics, checkpoint, copy.deepcopy(stream.state_dict()), rng_state())
+                    bar.update(job, completed=step, info=_bar_info(metrics, last_val))
+                    continue
+                if due_val and validating:
                     # an engine that holds its own weights (vLLM, Ray) gets this step's update first:
                     # the version is the next step's, whose own push then has nothing to send
                     push_weights(policy, tm, step + 1)
@@ -194,23 +243,17 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     last_val = val
                 metrics.update(memory_metrics())  # before the trim: the step's own high-water mark
                 metrics.update(release_free_memory())
-                logger.log(step, metrics)
-                result.history.append({"step": step, **metrics})
-                result.last_step = step
-                if step_hook is not None:
-                    step_hook(step, metrics)
+                end_step(step, metrics, checkpoint)
                 bar.update(job, completed=step, info=_bar_info(metrics, last_val))
-                stopping = dist.any(stop.requested)  # a signal to any rank stops the job at this step
-                if step % cfg.checkpoint.every == 0 or step == cfg.grpo.max_steps or stopping:
-                    if dist.main:
-                        _save(manager, step, tm, optimizer, scheduler, stream, metrics, cfg)
-                    dist.barrier()
                 if stopping:
                     result.stopped = True
                     break
     finally:
-        logger.close()
-        release_generation(policy)
+        try:
+            flush(None)  # a step failed before the deferred validation came back: log and keep what ended
+        finally:
+            logger.close()
+            release_generation(policy)
     if not result.stopped and result.last_step == cfg.grpo.max_steps and dist.main:
         best = manager.best()
         stop_early = cfg.checkpoint.export == "best" and best is not None and best.step != result.last_step
@@ -225,6 +268,19 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     return result
 
 
+@dataclass
+class _Deferred:
+    """A step whose validation runs with the next step's rollouts: its metrics, whether it is due a
+    checkpoint, and the data position and random state that checkpoint must hold (taken when the
+    step ended; the weights, optimiser and schedule do not move before the next update)."""
+
+    step: int
+    metrics: dict[str, Any]
+    checkpoint: bool
+    data_state: Any = None
+    rng: Any = None
+
+
 def _bar_info(metrics: dict[str, Any], last_val: dict[str, float]) -> str:
     parts = [f"reward {metrics.get('train/reward_mean', 0.0):.3f}"]
     if "val/accuracy" in last_val:
@@ -234,18 +290,21 @@ def _bar_info(metrics: dict[str, Any], last_val: dict[str, float]) -> str:
     return ", ".join(parts)
 
 
-def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any, stream: Any,
-          metrics: dict[str, Any], cfg: Any) -> None:
+def _save(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any, data_state: Any,
+          metrics: dict[str, Any], cfg: Any, rng: Any = None) -> None:
     metric = metrics.get(cfg.checkpoint.metric)
-    save_checkpoint(manager, step, tm, optimizer, scheduler, {"data": stream.state_dict(), "metric": metric,
-                                                                "metric_name": cfg.checkpoint.metric})
+    save_checkpoint(manager, step, tm, optimizer, scheduler, {"data": data_state, "metric": metric,
+                                                              "metric_name": cfg.checkpoint.metric}, rng)
 
 
 def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, stream: Any, optimizer: Any,
               scheduler: Any, params: Sequence[Any], reward_fn: Any, reference: Any, writer: RolloutWriter,
-              dist: Dist | None = None, sft_mix: Any = None) -> dict[str, Any]:
+              dist: Dist | None = None, sft_mix: Any = None, alongside: Sequence[Task] | None = None,
+              on_validation: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """One GRPO step (see the module docstring); returns its metrics. Under torchrun (`dist`) every
-    rank draws the same prompts and rolls out its share; metrics and rollouts cover all ranks."""
+    rank draws the same prompts and rolls out its share; metrics and rollouts cover all ranks.
+    `alongside`: validation tasks played with the first batch of rollouts (the weights before this
+    step's update; `collect_with_validation`), handed to `on_validation` before the update."""
     import torch
 
     from officegym.train.advantages import group_advantages, zero_variance_groups
@@ -271,7 +330,13 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
         batches += 1
         mine = dist.share(range(len(tasks)))  # every prompt under one process; a rank's share under torchrun
         jobs = [(tasks[i], k) for i in mine for k in range(g.num_generations_per_prompt)]
-        batch = collect(env, jobs, policy, cfg, cfg.rollout.temperature, reward_fn)
+        if alongside is not None and batches == 1:
+            batch, val_batch = collect_with_validation(env, jobs, alongside, policy, cfg, cfg.rollout.temperature,
+                                                       reward_fn)
+            if on_validation is not None:
+                on_validation(val_batch)
+        else:
+            batch = collect(env, jobs, policy, cfg, cfg.rollout.temperature, reward_fn)
         timing["generation"] += dist.max(batch.generation_seconds)
         timing["env"] += dist.max(batch.env_seconds)
         timing["scoring"] += dist.max(batch.scoring_seconds)

@@ -301,14 +301,14 @@ def grad_norm_and_clip(params: Sequence[Any], max_norm: float | None) -> float:
 
 
 def save_checkpoint(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any,
-                    state: dict[str, Any]) -> Path:
+                    state: dict[str, Any], rng: dict[str, Any] | None = None) -> Path:
     import torch
 
     def write(tmp: Path) -> None:
         tm.save_trainable(tmp)
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
 
-    return manager.save(step, write, state)
+    return manager.save(step, write, state, rng)
 
 
 def restore_checkpoint(manager: CheckpointManager, tm: Any, optimizer: Any, scheduler: Any) -> CheckpointInfo | None:
