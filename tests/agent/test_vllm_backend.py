@@ -41,7 +41,17 @@ class FakeLLM:
         self.tok = AutoTokenizer.from_pretrained(tokenizer)
         self.calls: list[tuple[list, list]] = []
         self.llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=4096))
+        self.rpcs: list[tuple[str, dict]] = []
         FakeLLM.instances.append(self)
+
+    def collective_rpc(self, name, kwargs=None):
+        kwargs = dict(kwargs or {})
+        if "weights_iterator" in kwargs:
+            kwargs["weights_iterator"] = [n for n, _ in kwargs["weights_iterator"]]
+        self.rpcs.append((name, kwargs))
+
+    def reset_prefix_cache(self):
+        self.rpcs.append(("reset_prefix_cache", {}))
 
     def generate(self, prompts, sampling, use_tqdm=True):
         self.calls.append((prompts, sampling))
@@ -111,6 +121,34 @@ def test_vllm_policy_sends_ledger_ids_and_keeps_sampled_ids(fake_vllm, tiny_dir)
     sampled = [i for i, m in zip(ids, mask) if m]
     assert sampled == c1.completion_ids + c2.completion_ids
     assert [lp for lp, m in zip(logps, mask) if m] == c1.logprobs + c2.logprobs
+
+
+def test_a_partial_push_builds_on_the_policys_own_checkpoint(fake_vllm, tiny_dir, tmp_path):
+    """A trainer sends only what it changed; when another policy's weights went into the shared engine
+    in between, the policy's checkpoint is loaded again first, so the rest is never another model's."""
+    import shutil
+
+    import torch
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_dir, other)  # the same architecture: the same engine, its weights swapped in place
+    a, b = make_policy(f"vllm:{tiny_dir}"), make_policy(f"vllm:{other}")
+    assert a.partial_weights
+    a.load()
+    engine = FakeLLM.instances[0]
+    part = [("model.layers.1.mlp.up_proj.weight", torch.zeros(2, 2))]
+    assert a.sync_weights(part, version=1) and not a.sync_weights(part, version=1)
+    assert engine.rpcs == [("reload_weights", {"weights_iterator": ["model.layers.1.mlp.up_proj.weight"]}),
+                           ("reset_prefix_cache", {})]
+    a.sync_weights(part, version=2)  # on top of its own push: nothing reloaded
+    assert [r for r, _ in engine.rpcs].count("reload_weights") == 2
+    engine.rpcs.clear()
+    b.load()  # another checkpoint into the same engine
+    assert len(FakeLLM.instances) == 1 and engine.rpcs[0] == ("reload_weights", {"weights_path": str(other)})
+    engine.rpcs.clear()
+    a.sync_weights(part, version=3)
+    assert engine.rpcs[0] == ("reload_weights", {"weights_path": str(tiny_dir)})
+    assert engine.rpcs[2] == ("reload_weights", {"weights_iterator": ["model.layers.1.mlp.up_proj.weight"]})
 
 
 def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):

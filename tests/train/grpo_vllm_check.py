@@ -21,7 +21,11 @@ def main() -> None:
         "grpo.max_steps=2", "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=2",
         "rollout.temperature=1.0", "rollout.max_new_tokens_per_turn=16", "rollout.max_new_tokens_per_episode=32",
         "rollout.max_steps=2", "validation.every=1", "validation.at_start=true", f"validation.overlap={overlap}",
-        "checkpoint.every=1", "checkpoint.keep_top_k=3", "vllm.extra={dtype: float32, max_model_len: 8192}"])
+        "checkpoint.every=1", "checkpoint.keep_top_k=3", "vllm.extra={dtype: float32, max_model_len: 8192}",
+        # adapters on the top layer, moved hard every step by the SFT term: the engine gets a partial
+        # push, and a stale layer would show in the sampler's log-probs
+        "lora.enabled=true", "lora.r=4", "lora.last_layers=1", "optim.lr=0.05", "grpo.sft_mix.coef=1.0",
+        "grpo.sft_mix.examples=2", "grpo.skip_zero_advantage=false"])
     result = train_grpo(cfg)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     val_steps = sorted({json.loads(line)["officegym"]["step"] for line in (out / "val_rollouts.jsonl").read_text().splitlines()})
@@ -32,7 +36,8 @@ def main() -> None:
         "overlapped": [r["step"] for r in rows if "time/validation_overlapped_s" in r],
         "alone": [r["step"] for r in rows if "time/validation_s" in r],
         "val_rollout_steps": val_steps, "checkpoints": [(c["step"], c["metric"]) for c in index],
-        "sampler_gap": max(r.get("train/sampler_logprob_abs_diff", 0.0) for r in rows),
+        "sampler_gap": [r["train/sampler_logprob_abs_diff"] for r in rows if r["step"] > 0],
+        "sft_loss": [r["train/sft_loss"] for r in rows if r["step"] > 0],
         "exported": (out / "model" / "config.json").exists()}))
 
 

@@ -42,6 +42,28 @@ def test_last_layers_adapts_the_top_layers_and_stops_the_backward_below(tiny_mod
     assert torch.equal(merged[q0], base[q0]) and not torch.equal(merged[q1], base[q1])
     assert set(merged) == set(base)
 
+    # a partial push: only what training can change (the adapted layer's linear weights), equal to the full merge's
+    changed = dict(top.hf_weights(changed_only=True))
+    assert changed and all(".layers.1." in n and n.endswith("proj.weight") for n in changed)
+    assert len(changed) == 7 and all(torch.equal(changed[n], merged[n]) for n in changed)  # q k v o gate up down
+
+    from officegym.train.modeling import push_weights
+
+    class Engine:
+        synced_version = None
+
+        def __init__(self, partial):
+            self.partial_weights = partial
+            self.got = None
+
+        def sync_weights(self, weights, version=None):
+            self.got, self.synced_version = dict(weights), version
+            return True
+
+    partial, whole = Engine(True), Engine(False)
+    assert push_weights(partial, top, 1) and push_weights(whole, top, 1) and not push_weights(partial, top, 1)
+    assert set(partial.got) == set(changed) and set(whole.got) == set(merged)
+
 
 def test_last_layers_is_validated():
     from officegym.train.config import LoraConfig

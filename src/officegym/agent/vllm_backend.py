@@ -34,6 +34,11 @@ class VLLMPolicy(HFPolicy):
     max_model_len, tensor_parallel_size, dtype, enable_prefix_caching, logprobs_mode, ...) go to
     `vllm.LLM`."""
 
+    # `sync_weights` may name part of the model: the rest keeps what the engine holds, which is the
+    # checkpoint this policy loaded (vllm_engine.acquire reloads it when another policy's pushes or
+    # weights are in the engine), so a trainer that started from it sends only what it changed.
+    partial_weights = True
+
     def __init__(self, model: str, chat_template: str = "auto", batch_size: int = 256, **engine: Any):
         super().__init__(model, batch_size=batch_size, chat_template=chat_template)
         self.name = f"vllm:{model}"
@@ -191,8 +196,9 @@ class VLLMPolicy(HFPolicy):
     # Training: weight sync and sleep mode
 
     def sync_weights(self, weights: Iterable[tuple[str, Any]], version: Any = None) -> bool:
-        """Load (name, tensor) pairs into the engine's model; returns False when `version` equals the
-        version synced last (nothing to do). Names are Hugging Face checkpoint names."""
+        """Load (name, tensor) pairs into the engine's model, all of it or part (`partial_weights`);
+        returns False when `version` equals the version synced last (nothing to do). Names are
+        Hugging Face checkpoint names."""
         if version is not None and version == self.synced_version:
             return False
         from officegym.agent import vllm_engine
@@ -201,7 +207,11 @@ class VLLMPolicy(HFPolicy):
         start = time.perf_counter()
         if self.asleep:
             self.wake_up()
-        vllm_engine.push_weights(self._llm, weights)
+        if not vllm_engine.holds(self._llm, self.model_path, self):
+            # another policy's weights went in since this one loaded: start again from its checkpoint,
+            # which a partial push builds on
+            self._llm = self._model = vllm_engine.acquire(self.model_path, self.engine_options)
+        vllm_engine.push_weights(self._llm, weights, pusher=self)
         self.synced_version = version
         self.stats["weight_syncs"] += 1
         self.stats["weight_sync_seconds"] += time.perf_counter() - start

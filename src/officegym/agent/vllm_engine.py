@@ -45,6 +45,7 @@ class _Engine:
     key: str
     weights: str | None  # the model folder whose weights are loaded; None once a trainer pushed its own
     start_seconds: float
+    pusher: Any = None  # who pushed the weights the engine holds (when `weights` is None)
 
 
 _ENGINE: _Engine | None = None
@@ -134,14 +135,24 @@ def _start(path: Path | str, opts: dict[str, Any]) -> Any:
     return llm
 
 
-def push_weights(llm: Any, weights: Iterable[tuple[str, Any]]) -> None:
-    """Load (Hugging Face checkpoint name, tensor) pairs into the engine's model in place."""
+def holds(llm: Any, path: Path | str, pusher: Any) -> bool:
+    """Whether the process's engine `llm` holds the weights of `path`, or those `pusher` pushed
+    on top of them (what a partial push may build on)."""
+    if _ENGINE is None or _ENGINE.llm is not llm:
+        return False
+    return _ENGINE.weights == str(path) or (_ENGINE.weights is None and _ENGINE.pusher is pusher)
+
+
+def push_weights(llm: Any, weights: Iterable[tuple[str, Any]], pusher: Any = None) -> None:
+    """Load (Hugging Face checkpoint name, tensor) pairs into the engine's model in place (all of
+    it, or part: the rest keeps its values); `pusher` is remembered (`holds`)."""
     dtype = _engine_dtype(llm)
     # cast here: the engine would copy-convert each tensor anyway, and warn once per layer per push
     pairs = [(name, t.to(dtype) if dtype is not None and getattr(t, "is_floating_point", lambda: False)() else t)
              for name, t in weights]
     if _ENGINE is not None and _ENGINE.llm is llm:
         _ENGINE.weights = None
+        _ENGINE.pusher = pusher
     with _engine_lock(llm):
         llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
         llm.reset_prefix_cache()

@@ -109,15 +109,18 @@ class TrainModel:
     # -----------------------------------------------------------------------------------------------
     # Weights in and out
 
-    def hf_weights(self) -> list[tuple[str, Any]]:
+    def hf_weights(self, changed_only: bool = False) -> list[tuple[str, Any]]:
         """(name, float32 tensor) pairs under the base model's checkpoint names; under LoRA the
         adapter is merged into them out of place (base + B A scaling, computed in float32), so the
-        trained module is never touched (merging in place and back would round bf16 base weights)."""
+        trained module is never touched (merging in place and back would round bf16 base weights).
+        `changed_only` (LoRA): only the weights training can have changed from the checkpoint the
+        model was loaded from (those with an adapter, and any trained in full); without LoRA, all."""
         import torch
 
         with torch.no_grad():
             if not self.lora:
                 return [(n, p.detach().clone()) for n, p in self.base.state_dict().items()]
+            trained = {n for n, p in self.base.named_parameters() if p.requires_grad and "lora_" not in n}
             from peft.tuners.lora import LoraLayer
 
             deltas = {}
@@ -130,7 +133,7 @@ class TrainModel:
                             deltas[key] = deltas[key] + delta if key in deltas else delta
             out = []
             for name, tensor in self.base.state_dict().items():
-                if "lora_" in name:
+                if "lora_" in name or (changed_only and name not in deltas and name not in trained):
                     continue
                 t = tensor.detach().float() + deltas[name] if name in deltas else tensor.detach().clone()
                 out.append((name.replace(".base_layer", ""), t.float() if t.is_floating_point() else t))
@@ -328,13 +331,15 @@ def release_generation(policy: Any) -> None:
 
 def push_weights(policy: Any, tm: TrainModel, version: Any) -> bool:
     """After an update: a vLLM engine gets the new weights (merged under LoRA); an HF policy that
-    shares the module needs nothing. Returns whether weights were sent."""
+    shares the module needs nothing. Returns whether weights were sent. A policy that loaded the
+    checkpoint training started from and takes part of a model (`partial_weights`) gets only what
+    training can change: with adapters on the last 10 of 30 layers, a third of the tensors."""
     sync = getattr(policy, "sync_weights", None)
     if sync is None:
         return False
     if getattr(policy, "synced_version", None) == version:
         return False
-    return bool(sync(tm.hf_weights(), version=version))
+    return bool(sync(tm.hf_weights(changed_only=bool(getattr(policy, "partial_weights", False))), version=version))
 
 
 def token_renderer(tm: TrainModel, cfg: RunConfig) -> Any:
