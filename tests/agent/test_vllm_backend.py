@@ -6,6 +6,7 @@ unchanged, calls are parsed. tests/agent/test_vllm_engine.py runs the real engin
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 import types
 from dataclasses import dataclass
@@ -48,6 +49,12 @@ class FakeLLM:
         kwargs = dict(kwargs or {})
         if "weights_iterator" in kwargs:
             kwargs["weights_iterator"] = [n for n, _ in kwargs["weights_iterator"]]
+            # what vLLM's layerwise reload says about layers a push left out, and what else it says
+            logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").warning(
+                "RMSNorm: Failed to load weights")
+            logging.getLogger("vllm.model_executor.model_loader.reload.inplace").warning(
+                "Following weights were not loaded from checkpoint: %s", {"model.norm.weight"})
+            logging.getLogger("vllm.model_executor.model_loader.reload.inplace").warning("out of memory")
         self.rpcs.append((name, kwargs))
 
     def reset_prefix_cache(self):
@@ -121,6 +128,20 @@ def test_vllm_policy_sends_ledger_ids_and_keeps_sampled_ids(fake_vllm, tiny_dir)
     sampled = [i for i, m in zip(ids, mask) if m]
     assert sampled == c1.completion_ids + c2.completion_ids
     assert [lp for lp, m in zip(logps, mask) if m] == c1.logprobs + c2.logprobs
+
+
+def test_a_partial_push_drops_vllms_notices_about_what_it_left_out(fake_vllm, tiny_dir, caplog):
+    import torch
+
+    policy = make_policy(f"vllm:{tiny_dir}")
+    part = [("model.layers.1.mlp.up_proj.weight", torch.zeros(2, 2))]
+    with caplog.at_level(logging.WARNING):
+        policy.sync_weights(part, version=1, partial=True)
+    assert [r.getMessage() for r in caplog.records] == ["out of memory"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        policy.sync_weights(part, version=2)  # a whole-model push that misses weights: said
+    assert len(caplog.records) == 3
 
 
 def test_a_partial_push_builds_on_the_policys_own_checkpoint(fake_vllm, tiny_dir, tmp_path):

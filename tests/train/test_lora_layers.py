@@ -56,13 +56,13 @@ def test_last_layers_adapts_the_top_layers_and_stops_the_backward_below(tiny_mod
             self.partial_weights = partial
             self.got = None
 
-        def sync_weights(self, weights, version=None):
-            self.got, self.synced_version = dict(weights), version
+        def sync_weights(self, weights, version=None, partial=False):
+            self.got, self.synced_version, self.partial = dict(weights), version, partial
             return True
 
     partial, whole = Engine(True), Engine(False)
     assert push_weights(partial, top, 1) and push_weights(whole, top, 1) and not push_weights(partial, top, 1)
-    assert set(partial.got) == set(changed) and set(whole.got) == set(merged)
+    assert set(partial.got) == set(changed) and partial.partial and set(whole.got) == set(merged)
 
 
 def test_last_layers_is_validated():

@@ -195,10 +195,10 @@ class VLLMPolicy(HFPolicy):
     # -----------------------------------------------------------------------------------------------
     # Training: weight sync and sleep mode
 
-    def sync_weights(self, weights: Iterable[tuple[str, Any]], version: Any = None) -> bool:
-        """Load (name, tensor) pairs into the engine's model, all of it or part (`partial_weights`);
-        returns False when `version` equals the version synced last (nothing to do). Names are
-        Hugging Face checkpoint names."""
+    def sync_weights(self, weights: Iterable[tuple[str, Any]], version: Any = None, partial: bool = False) -> bool:
+        """Load (name, tensor) pairs into the engine's model, all of it or, with `partial`, part
+        (`partial_weights`); returns False when `version` equals the version synced last (nothing to
+        do). Names are Hugging Face checkpoint names."""
         if version is not None and version == self.synced_version:
             return False
         from officegym.agent import vllm_engine
@@ -211,7 +211,7 @@ class VLLMPolicy(HFPolicy):
             # another policy's weights went in since this one loaded: start again from its checkpoint,
             # which a partial push builds on
             self._llm = self._model = vllm_engine.acquire(self.model_path, self.engine_options)
-        vllm_engine.push_weights(self._llm, weights, pusher=self)
+        vllm_engine.push_weights(self._llm, weights, pusher=self, partial=partial)
         self.synced_version = version
         self.stats["weight_syncs"] += 1
         self.stats["weight_sync_seconds"] += time.perf_counter() - start

@@ -143,9 +143,10 @@ def holds(llm: Any, path: Path | str, pusher: Any) -> bool:
     return _ENGINE.weights == str(path) or (_ENGINE.weights is None and _ENGINE.pusher is pusher)
 
 
-def push_weights(llm: Any, weights: Iterable[tuple[str, Any]], pusher: Any = None) -> None:
+def push_weights(llm: Any, weights: Iterable[tuple[str, Any]], pusher: Any = None, partial: bool = False) -> None:
     """Load (Hugging Face checkpoint name, tensor) pairs into the engine's model in place (all of
-    it, or part: the rest keeps its values); `pusher` is remembered (`holds`)."""
+    it, or, with `partial`, part: the rest keeps its values, and vLLM's notices about the layers
+    and weights the push left out are dropped); `pusher` is remembered (`holds`)."""
     dtype = _engine_dtype(llm)
     # cast here: the engine would copy-convert each tensor anyway, and warn once per layer per push
     pairs = [(name, t.to(dtype) if dtype is not None and getattr(t, "is_floating_point", lambda: False)() else t)
@@ -153,7 +154,7 @@ def push_weights(llm: Any, weights: Iterable[tuple[str, Any]], pusher: Any = Non
     if _ENGINE is not None and _ENGINE.llm is llm:
         _ENGINE.weights = None
         _ENGINE.pusher = pusher
-    with _engine_lock(llm):
+    with _engine_lock(llm), (_partial_push_notices() if partial else contextlib.nullcontext()):
         llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
         llm.reset_prefix_cache()
 
@@ -177,6 +178,33 @@ class _QuietReload(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not any(n in message for n in self.NOTICES)
+
+
+class _PartialPush(logging.Filter):
+    """During a partial push: vLLM warns for every layer the push left out ("Failed to load weights";
+    it puts the layer's own tensors back) and lists every weight not in it, a screenful per step."""
+
+    NOTICES = ("Failed to load weights", "weights were not loaded from checkpoint")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(n in message for n in self.NOTICES)
+
+
+_RELOAD_LOGGERS = ("vllm.model_executor.model_loader.reload.layerwise", "vllm.model_executor.model_loader.reload.inplace")
+
+
+@contextlib.contextmanager
+def _partial_push_notices() -> Any:
+    quiet = _PartialPush()
+    loggers = [logging.getLogger(name) for name in _RELOAD_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
 
 
 def _quiet_import() -> None:

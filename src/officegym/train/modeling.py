@@ -339,7 +339,9 @@ def push_weights(policy: Any, tm: TrainModel, version: Any) -> bool:
         return False
     if getattr(policy, "synced_version", None) == version:
         return False
-    return bool(sync(tm.hf_weights(changed_only=bool(getattr(policy, "partial_weights", False))), version=version))
+    if getattr(policy, "partial_weights", False):
+        return bool(sync(tm.hf_weights(changed_only=True), version=version, partial=True))
+    return bool(sync(tm.hf_weights(), version=version))
 
 
 def token_renderer(tm: TrainModel, cfg: RunConfig) -> Any:
