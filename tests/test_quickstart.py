@@ -1,5 +1,5 @@
-"""The README's quickstart, exactly as written (slow: about an hour on 2 CPU cores, the target is 20; select with
-`-m slow`). CI runs the fast variant: tests/train/test_pipeline.py with a tiny model."""
+"""The README's quickstart, exactly as written (slow: 27 minutes from a fresh clone on 2 CPU cores, the
+target is 20; select with `-m slow`). CI runs the fast variant: tests/train/test_pipeline.py with a tiny model."""
 
 from __future__ import annotations
 
