@@ -1,6 +1,7 @@
 """The quickstart's GRPO on several seeds from one SFT checkpoint, and the paired test per seed.
 
     python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 [--parallel] [-- OVERRIDES...]
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --control [-- OVERRIDES...]
     python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --report
 
 Phase A runs `officegym pipeline --config CONFIG` up to eval_sft once, in OUT/seed<first>; its
@@ -9,7 +10,10 @@ its evaluation, the report) in each with `grpo.seed=N`, one after another or, wi
 once. OVERRIDES (after `--`) go to every pipeline run (e.g. `grpo.model.device=cuda`).
 --deadline stops what still runs after that many seconds with SIGINT, as Ctrl-C would: GRPO
 saves the step in flight and stops (a rerun of the same command resumes it).
-Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
+--control adds the same GRPO stage (first seed) in OUT/control with every advantage clipped to
+1e-9 (`grpo.grpo.advantage_clip=1e-9`): no policy gradient, only what else the stage trains (the
+SFT term); each seed is then also paired with it on the held-out tasks. The first seed's pair
+differs in the policy gradient alone: it says whether the gradient itself gained anything. Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
 with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
 the validation curve and the stage times (each folder's timings.json); and per template, the
 tasks solved after SFT and after each seed's GRPO, with those gained and lost: where the gain is.
@@ -72,12 +76,22 @@ def _acc(accuracy: float, n: int) -> str:
     return f"{100 * accuracy:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+CONTROL = "control"
+NO_GRADIENT = "grpo.grpo.advantage_clip=1e-9"  # advantages within +-1e-9: the policy gradient is nil
+
+
+def _folder(out: Path, seed: int | str) -> Path:
+    return out / (CONTROL if seed == CONTROL else f"seed{seed}")
+
+
 def report(out: Path, seeds: list[int]) -> None:
     print("| seed | after SFT | after GRPO | gained / lost | McNemar p | model evaluated | validation (step: accuracy) |"
           " GRPO s | eval_grpo s |")
     print("|---:|---:|---:|---:|---:|---|---|---:|---:|")
-    for seed in seeds:
-        run = out / f"seed{seed}"
+    control = out / CONTROL
+    rows: list[int | str] = [*seeds, *([CONTROL] if (control / "eval_grpo").is_dir() else [])]
+    for seed in rows:
+        run = _folder(out, seed)
         sft, grpo = _rows(run / "eval_sft" / "rollouts.jsonl"), _rows(run / "eval_grpo" / "rollouts.jsonl")
         metrics = _rows(run / "grpo" / "metrics.jsonl")
         curve, seen = [], set()
@@ -98,11 +112,31 @@ def report(out: Path, seeds: list[int]) -> None:
             cells = ["", f"(no eval_grpo; {steps} GRPO steps)", "", ""]
         print(f"| {seed} | " + " | ".join(cells) + f" | {export} | {', '.join(curve)} | {timings.get('grpo', 0):.0f} |"
               f" {timings.get('eval_grpo', 0):.0f} |")
+    if CONTROL in rows:
+        against_control(out, seeds)
     by_template(out, seeds)
     first = out / f"seed{seeds[0]}" / "timings.json"
     if first.is_file():
         shared = json.loads(first.read_text())
         print("\nshared stages (s): " + ", ".join(f"{k} {shared[k]:.1f}" for k in SHARED if k in shared))
+
+
+def against_control(out: Path, seeds: list[int]) -> None:
+    """Each seed's GRPO model against the control's (no policy gradient) on the same held-out tasks.
+    The control runs with the first seed (the same tasks drawn, the same SFT-term conversations): for
+    that pair the policy gradient is the only difference; other seeds differ in their draws too."""
+    control = _rows(out / CONTROL / "eval_grpo" / "rollouts.jsonl")
+    print(f"\nagainst the control (no policy gradient; run with seed {seeds[0]}, the only pair that differs in "
+          "nothing else):")
+    print("\n| seed | after GRPO | the control (no policy gradient) | only GRPO / only the control solved | McNemar p |")
+    print("|---:|---:|---:|---:|---:|")
+    for seed in seeds:
+        grpo = _rows(out / f"seed{seed}" / "eval_grpo" / "rollouts.jsonl")
+        if not grpo:
+            continue
+        cmp = paired_outcomes(control, grpo)
+        print(f"| {seed} | {_acc(cmp.accuracy_b, cmp.n)} | {_acc(cmp.accuracy_a, cmp.n)} | {cmp.only_b} / {cmp.only_a} |"
+              f" {cmp.p_value:.2g} |")
 
 
 def _templates(rows: list[dict]) -> dict[str, str]:
@@ -143,6 +177,8 @@ def main() -> None:
     ap.add_argument("--parallel", action="store_true", help="run the seeds' GRPO at once (one machine, shared)")
     ap.add_argument("--deadline", type=float, default=None, help="seconds from now; then SIGINT")
     ap.add_argument("--report", action="store_true", help="only print the table of existing runs")
+    ap.add_argument("--control", action="store_true", help="also run the GRPO stage without the policy gradient "
+                    f"({NO_GRADIENT}) in OUT/{CONTROL}, and pair every seed with it")
     args = ap.parse_args(argv)
     if not args.report:
         start = time.monotonic()
@@ -153,13 +189,16 @@ def main() -> None:
         if rc != 0 or not (first / "eval_sft" / "metrics.json").is_file():
             sys.exit(f"phase A failed (exit {rc}): see {first / 'pipeline.log'}")
         print(f"phase A done in {time.monotonic() - start:.0f} s", flush=True)
-        for seed in args.seeds[1:]:
-            run = args.out / f"seed{seed}"
+        for seed in [*args.seeds[1:], *([CONTROL] if args.control else [])]:
+            run = _folder(args.out, seed)
             for name in SHARED:
                 if not (run / name).exists():
                     shutil.copytree(first / name, run / name)
         jobs = [(_pipeline(args.config, args.out / f"seed{s}", [f"grpo.seed={s}", *extra]),
                  args.out / f"seed{s}" / "pipeline.log") for s in args.seeds]
+        if args.control:
+            jobs.append((_pipeline(args.config, args.out / CONTROL, [f"grpo.seed={args.seeds[0]}", *extra, NO_GRADIENT]),
+                         args.out / CONTROL / "pipeline.log"))
         if args.parallel:
             _run(jobs, deadline)
         else:

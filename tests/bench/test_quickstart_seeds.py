@@ -38,3 +38,21 @@ def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, caps
     assert "| template | tasks | after SFT | seed 0 |" in out and "seed 1 |" not in out.split("| template |")[1]
     assert "| a | 5 | 3 | 4 (+2 / -1) |" in out
     assert "| b | 5 | 0 | 3 (+3 / -0) |" in out
+
+
+def test_the_control_without_policy_gradient_is_paired_with_every_seed(tmp_path, capsys, benchmark_script):
+    for name, right in (("seed0", {0, 1, 3, 4, 5, 6, 7}), ("control", {0, 1, 2, 3, 4, 5, 6, 7, 8})):
+        _rollouts(tmp_path / name / "eval_sft", {0, 1, 2})
+        _rollouts(tmp_path / name / "eval_grpo", right)
+    script = benchmark_script("quickstart_seeds")
+    assert script.NO_GRADIENT == "grpo.grpo.advantage_clip=1e-9"
+    script.report(tmp_path, [0])
+    out = capsys.readouterr().out
+    assert any(line.startswith("| control | 30.0% [") and "| 6 / 0 |" in line for line in out.splitlines())
+    # seed 0 against the control: tasks 2 and 8 only the control solved, none only GRPO; p = 2 * 0.25
+    assert "| 0 | 70.0% [" in out and "| 0 / 2 | 0.5 |" in out
+    capsys.readouterr()
+    (tmp_path / "control" / "eval_grpo" / "rollouts.jsonl").unlink()
+    (tmp_path / "control" / "eval_grpo").rmdir()
+    script.report(tmp_path, [0])
+    assert "control" not in capsys.readouterr().out  # no control run: no control rows
