@@ -13,7 +13,8 @@ saves the step in flight and stops (a rerun of the same command resumes it).
 --control adds the same GRPO stage (first seed) in OUT/control with every advantage clipped to
 1e-9 (`grpo.grpo.advantage_clip=1e-9`): no policy gradient, only what else the stage trains (the
 SFT term); each seed is then also paired with it on the held-out tasks. The first seed's pair
-differs in the policy gradient alone: it says whether the gradient itself gained anything. Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
+differs in the policy gradient alone: it says whether the gradient itself gained anything.
+Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
 with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
 the validation curve and the stage times (each folder's timings.json); and per template, the
 tasks solved after SFT and after each seed's GRPO, with those gained and lost: where the gain is.
@@ -194,11 +195,11 @@ def main() -> None:
             for name in SHARED:
                 if not (run / name).exists():
                     shutil.copytree(first / name, run / name)
-        jobs = [(_pipeline(args.config, args.out / f"seed{s}", [f"grpo.seed={s}", *extra]),
-                 args.out / f"seed{s}" / "pipeline.log") for s in args.seeds]
+        runs = [(s, [f"grpo.seed={s}", *extra]) for s in args.seeds]
         if args.control:
-            jobs.append((_pipeline(args.config, args.out / CONTROL, [f"grpo.seed={args.seeds[0]}", *extra, NO_GRADIENT]),
-                         args.out / CONTROL / "pipeline.log"))
+            runs.append((CONTROL, [f"grpo.seed={args.seeds[0]}", *extra, NO_GRADIENT]))
+        jobs = [(_pipeline(args.config, _folder(args.out, s), overrides), _folder(args.out, s) / "pipeline.log")
+                for s, overrides in runs]
         if args.parallel:
             _run(jobs, deadline)
         else:

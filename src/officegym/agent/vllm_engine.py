@@ -165,30 +165,35 @@ def _engine_dtype(llm: Any) -> Any:
     return getattr(config, "dtype", None)
 
 
-class _QuietReload(logging.Filter):
-    """Drops notices that say nothing to act on: two vLLM prints per layer on every load (rotary
-    embeddings keeping their tables, which have no weights in a checkpoint; float32 checkpoint
-    weights narrowed to the bfloat16 the engine was asked to run in, which is what `dtype` means),
-    and the CPU worker's "doesn't allow torch.set_num_threads" during start-up (`start` puts the
-    original function back, so the trainer's thread settings do apply)."""
+class _DropNotices(logging.Filter):
+    """Drops the records whose message contains one of `notices`."""
 
-    NOTICES = ("RotaryEmbedding: Failed to load weights", "into parameter with dtype torch.bfloat16",
-               "doesn't allow to use `torch.set_num_threads`")
+    def __init__(self, notices: tuple[str, ...]):
+        super().__init__()
+        self.notices = notices
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        return not any(n in message for n in self.NOTICES)
+        return not any(n in message for n in self.notices)
 
 
-class _PartialPush(logging.Filter):
-    """During a partial push: vLLM warns for every layer the push left out ("Failed to load weights";
-    it puts the layer's own tensors back) and lists every weight not in it, a screenful per step."""
+# Notices that say nothing to act on: two vLLM prints per layer on every load (rotary embeddings
+# keeping their tables, which have no weights in a checkpoint; float32 checkpoint weights narrowed to
+# the bfloat16 the engine was asked to run in, which is what `dtype` means), and the CPU worker's
+# "doesn't allow torch.set_num_threads" during start-up (`start` puts the original function back, so
+# the trainer's thread settings do apply).
+_LOAD_NOTICES = ("RotaryEmbedding: Failed to load weights", "into parameter with dtype torch.bfloat16",
+                 "doesn't allow to use `torch.set_num_threads`")
+# During a partial push vLLM warns for every layer the push left out ("Failed to load weights"; it
+# puts the layer's own tensors back) and lists every weight not in it, a screenful per step.
+_PARTIAL_PUSH_NOTICES = ("Failed to load weights", "weights were not loaded from checkpoint")
 
-    NOTICES = ("Failed to load weights", "weights were not loaded from checkpoint")
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not any(n in message for n in self.NOTICES)
+class _QuietReload(_DropNotices):
+    """The filter every engine load runs under (_LOAD_NOTICES)."""
+
+    def __init__(self) -> None:
+        super().__init__(_LOAD_NOTICES)
 
 
 _RELOAD_LOGGERS = ("vllm.model_executor.model_loader.reload.layerwise", "vllm.model_executor.model_loader.reload.inplace")
@@ -196,7 +201,7 @@ _RELOAD_LOGGERS = ("vllm.model_executor.model_loader.reload.layerwise", "vllm.mo
 
 @contextlib.contextmanager
 def _partial_push_notices() -> Any:
-    quiet = _PartialPush()
+    quiet = _DropNotices(_PARTIAL_PUSH_NOTICES)
     loggers = [logging.getLogger(name) for name in _RELOAD_LOGGERS]
     for logger in loggers:
         logger.addFilter(quiet)

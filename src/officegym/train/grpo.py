@@ -184,6 +184,14 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                       metrics, cfg, rng)
             dist.barrier()
 
+    def validate_alone(step: int, version: int) -> dict[str, float]:
+        """Validate the trainer's weights on their own; an engine holding its own weights gets them
+        first (as `version`)."""
+        push_weights(policy, tm, version)
+        val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
+        val_writer.validation(step, val_tasks, val_trajs)
+        return val
+
     def flush(batch: Any) -> None:
         """The deferred step's validation is back (`batch`; None when the next step failed first):
         log the step and write its checkpoint (the weights have not moved since it ended)."""
@@ -208,9 +216,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                 deferred = _Deferred(0, {}, False)
             else:
                 # Step 0 of the validation curve: the model GRPO starts from.
-                push_weights(policy, tm, 0)
-                last_val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
-                val_writer.validation(0, val_tasks, val_trajs)
+                last_val = validate_alone(0, 0)
                 end_step(0, dict(last_val), False)
                 if console is not None and "val/accuracy" in last_val:
                     console.print(f"step 0 (start): validation accuracy {last_val['val/accuracy']:.3f}")
@@ -234,13 +240,9 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                     bar.update(job, completed=step, info=_bar_info(metrics, last_val))
                     continue
                 if due_val and validating:
-                    # an engine that holds its own weights (vLLM, Ray) gets this step's update first:
-                    # the version is the next step's, whose own push then has nothing to send
-                    push_weights(policy, tm, step + 1)
-                    val, val_trajs = validate(env, val_tasks, policy, cfg, reward_fn)
-                    val_writer.validation(step, val_tasks, val_trajs)
-                    metrics.update(val)
-                    last_val = val
+                    # the pushed version is the next step's, whose own push then has nothing to send
+                    last_val = validate_alone(step, step + 1)
+                    metrics.update(last_val)
                 metrics.update(memory_metrics())  # before the trim: the step's own high-water mark
                 metrics.update(release_free_memory())
                 end_step(step, metrics, checkpoint)

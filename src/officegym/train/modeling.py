@@ -120,7 +120,8 @@ class TrainModel:
         with torch.no_grad():
             if not self.lora:
                 return [(n, p.detach().clone()) for n, p in self.base.state_dict().items()]
-            trained = {n for n, p in self.base.named_parameters() if p.requires_grad and "lora_" not in n}
+            trained = ({n for n, p in self.base.named_parameters() if p.requires_grad and "lora_" not in n}
+                       if changed_only else set())
             from peft.tuners.lora import LoraLayer
 
             deltas = {}
