@@ -18,8 +18,9 @@ pytest.importorskip("transformers")
 pytest.importorskip("vllm")
 
 
-def _tiny(directory: Path, seed: int) -> Path:
-    """A small Llama vLLM's CPU attention accepts (head size 64) with the test tokenizer."""
+def _tiny(directory: Path, seed: int, positions: int = 1024) -> Path:
+    """A small Llama vLLM's CPU attention accepts (head size 64) with the test tokenizer (byte-level:
+    any text encodes)."""
     import importlib.util
 
     import torch
@@ -31,7 +32,7 @@ def _tiny(directory: Path, seed: int) -> Path:
     helpers._build_tiny(directory)
     tok = AutoTokenizer.from_pretrained(directory)
     config = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=positions,
                          eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
                          tie_word_embeddings=False, initializer_range=0.2)
     torch.manual_seed(seed)

@@ -3,9 +3,9 @@ each step riding along with the next step's rollouts, or on its own. Runs in a s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,28 +16,18 @@ pytest.importorskip("torch")
 pytest.importorskip("vllm")
 
 
-def _vllm_model(tiny_model_dir: Path, directory: Path) -> Path:
-    """The tiny test tokenizer with a Llama vLLM's CPU attention accepts (head size 64)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    directory.mkdir()
-    for f in tiny_model_dir.iterdir():
-        if f.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            shutil.copy(f, directory / f.name)
-    tok = AutoTokenizer.from_pretrained(directory)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
-                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
-                         tie_word_embeddings=False, initializer_range=0.2)
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(directory)
-    return directory
+def _vllm_model(directory: Path) -> Path:
+    """tests/agent/test_vllm_engine.py's tiny Llama, with room for the workplace's tool lists."""
+    spec = importlib.util.spec_from_file_location("vllm_engine_tests",
+                                                  Path(__file__).parents[1] / "agent" / "test_vllm_engine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._tiny(directory, 0, positions=8192)
 
 
 @pytest.mark.parametrize("overlap", ["true", "false"])
-def test_grpo_on_the_real_vllm_engine(tmp_path, tiny_model_dir, workplace_tasks, tiny_world_dir, overlap):
-    model = _vllm_model(tiny_model_dir, tmp_path / "model")
+def test_grpo_on_the_real_vllm_engine(tmp_path, workplace_tasks, tiny_world_dir, overlap):
+    model = _vllm_model(tmp_path / "model")
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("grpo_vllm_check.py")), str(model),
