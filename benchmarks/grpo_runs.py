@@ -92,8 +92,17 @@ def training_table(run: Path, every: int) -> list[list[str]]:
         out.append([f"{steps[0]}-{steps[-1]}", str(len(rows)), f"{100 * wins / len(rows):.1f}%",
                      f"{100 * junk / wins:.0f}%" if wins else "-", f"{statistics.fmean(calls):.2f}",
                      f"{100 * _mean(ms, 'train/zero_variance_groups'):.0f}%", f"{_mean(ms, 'train/reward_std'):.3f}",
-                     f"{_mean(ms, 'train/entropy'):.3f}", _median(ms, "time/step_s", "{:.1f}"), _rss(ms)])
+                     f"{_mean(ms, 'train/entropy'):.3f}", _split(ms), _median(ms, "time/step_s", "{:.1f}"), _rss(ms)])
     return out
+
+
+def _split(records: list[dict]) -> str:
+    """The policy gradient's norm against the SFT term's (mean over the block), and their cosine."""
+    ms = [m for m in records if "train/pg_grad_norm" in m]
+    if not ms:
+        return "-"
+    return (f"{_mean(ms, 'train/pg_grad_norm'):.3f} / {_mean(ms, 'train/sft_grad_norm'):.3f}, "
+            f"cos {_mean(ms, 'train/pg_sft_grad_cos'):+.2f}")
 
 
 def _median(records: list[dict], key: str, fmt: str) -> str:
@@ -152,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                     validation_table(run, n_val))
         print_table(f"training rollouts (T={(cfg.get('rollout') or {}).get('temperature')})",
                     ["steps", "rollouts", "solved", "solved with an invalid call", "calls / rollout",
-                     "zero-variance groups", "reward std", "entropy", "step s (median)",
+                     "zero-variance groups", "reward std", "entropy", "gradient norm: policy / SFT term",
+                     "step s (median)",
                      "resident GB, max (children)"], training_table(run, a.every))
         header, rows = validation_by_template(run)
         if rows:

@@ -27,7 +27,16 @@ def test_runs_logged_before_memory_show_dashes(tmp_path: Path, benchmark_script)
     mod = benchmark_script("grpo_runs")
     _write(tmp_path / "rollouts.jsonl", [{"officegym": {"step": 1, "verdict": {"matched": True}}}])
     _write(tmp_path / "metrics.jsonl", [{"step": 1, "train/reward_mean": 1.0}])
-    assert mod.training_table(tmp_path, every=5)[0][-2:] == ["-", "-"]
+    assert mod.training_table(tmp_path, every=5)[0][-3:] == ["-", "-", "-"]
+
+
+def test_blocks_show_the_policy_gradient_against_the_sft_term(tmp_path: Path, benchmark_script) -> None:
+    mod = benchmark_script("grpo_runs")
+    _write(tmp_path / "rollouts.jsonl", [{"officegym": {"step": s, "verdict": {"matched": True}}} for s in (1, 2)])
+    _write(tmp_path / "metrics.jsonl", [{"step": s, "train/reward_mean": 1.0, "train/pg_grad_norm": pg,
+                                         "train/sft_grad_norm": 0.5, "train/pg_sft_grad_cos": cos}
+                                        for s, pg, cos in ((1, 0.0, 0.0), (2, 0.1, -0.2))])
+    assert mod.training_table(tmp_path, every=2)[0][-3] == "0.050 / 0.500, cos -0.10"
 
 
 def test_validation_per_template_and_step(tmp_path: Path, benchmark_script) -> None:

@@ -427,6 +427,9 @@ def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_m
     # the SFT term (on the dev machine 3 of the 6 mixed steps and 5 of the 6 plain ones)
     quiet = [h for h in hist if h["train/zero_variance_groups"] == 1]
     assert quiet and all(h["train/skipped_update"] == 0 for h in quiet)
+    # the update's two parts: no policy gradient where no group varied, the SFT term's every step
+    assert all(h["train/pg_grad_norm"] == 0 and h["train/sft_grad_norm"] > 0 for h in quiet)
+    assert any(h["train/pg_grad_norm"] > 0 for h in hist if h["train/zero_variance_groups"] < 1)
     assert all(h["train/skipped_update"] == 1 for h in plain if h["train/zero_variance_groups"] == 1)
 
     class Cfg:
@@ -441,6 +444,27 @@ def test_sft_mix_trains_on_ground_truth_every_step(tmp_path, make_cfg, toy_sft_m
 
     with pytest.raises(DataError, match="no ground-truth conversation"):
         SFTMix([], 0, Cfg(), BuildReport())
+
+
+def test_gradient_split_separates_what_came_before_and_after_the_snapshot():
+    from officegym.train import runtime
+    from officegym.train.runtime import gradient_snapshot, gradient_split
+
+    a, b = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2))
+    a.grad = torch.tensor([3.0, 0.0, 0.0])  # b has no gradient before the snapshot
+    before = gradient_snapshot([a, b])
+    a.grad += torch.tensor([0.0, 4.0, 0.0])
+    b.grad = torch.tensor([0.0, -3.0])
+    out = gradient_split([a, b], before)
+    assert out["train/pg_grad_norm"] == pytest.approx(3.0)
+    assert out["train/sft_grad_norm"] == pytest.approx(5.0)
+    assert out["train/pg_sft_grad_cos"] == pytest.approx(0.0)
+    a.grad = torch.tensor([3.0, 0.0, 0.0])
+    out = gradient_split([a, b], [torch.tensor([1.0, 0.0, 0.0]), None])  # after - before = (2, 0, 0), (0, -3)
+    assert out["train/pg_sft_grad_cos"] == pytest.approx(2.0 / 13 ** 0.5)
+    with pytest.MonkeyPatch.context() as mp:  # too many weights to copy: no snapshot, no figures
+        mp.setattr(runtime, "SNAPSHOT_MAX_NUMEL", 4)
+        assert gradient_snapshot([a, b]) is None
 
 
 def test_sft_mix_shared_prompt_draws_one_prompt_a_step_with_the_same_odds():

@@ -499,6 +499,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     from officegym.train.forward import forward_logprobs, prefix_micro_batches, shared_prefix_length
     from officegym.train.ledger import collate
     from officegym.train.losses import normaliser_count, policy_loss
+    from officegym.train.runtime import gradient_snapshot, gradient_split
     from officegym.train.sft import nll_sum
 
     dist = dist or Dist()
@@ -602,11 +603,14 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
                     if entropy is not None:
                         sums["ent"] += float(entropy) * n
         if sft_tokens > 0:
+            pg_grads = gradient_snapshot(params) if last else None
             for b in sft_batches:
                 nll, _ = nll_sum(tm, b, sft_share)
                 (sft_coef * nll / sft_tokens).backward()
                 if last:
                     sums["sft"] += float(nll.detach())
+            if pg_grads is not None:  # which term drives the update: the policy gradient's share and the SFT term's
+                out.update(gradient_split(params, pg_grads))
         has_signal = dist.any(any(a != 0.0 for a in advantages)) or sft_tokens > 0
         if not has_signal and not g.step_without_signal and loss_cfg.kl_beta == 0:
             # No rollout carries signal: AdamW would still move the weights (momentum and decay

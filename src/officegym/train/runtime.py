@@ -300,6 +300,39 @@ def grad_norm_and_clip(params: Sequence[Any], max_norm: float | None) -> float:
     return float(norm)
 
 
+# Above this many trainable weights a copy of their gradients costs more memory than the figure is worth.
+SNAPSHOT_MAX_NUMEL = 50_000_000
+
+
+def gradient_snapshot(params: Sequence[Any]) -> list[Any] | None:
+    """A copy of the gradients accumulated so far (None where a weight has none), or None when the
+    trainable weights are too many to copy (full fine-tuning of a large model)."""
+    if sum(p.numel() for p in params) > SNAPSHOT_MAX_NUMEL:
+        return None
+    return [None if p.grad is None else p.grad.detach().clone() for p in params]
+
+
+def gradient_split(params: Sequence[Any], before: Sequence[Any]) -> dict[str, float]:
+    """The norms of the gradient accumulated before the snapshot (the policy gradient), of what
+    came after it (the SFT term) and their cosine, on this process's gradients (before any
+    all-reduce): a policy gradient 10x smaller than the SFT term's moves the weights little."""
+    import torch
+
+    first = second = dot = 0.0
+    for p, a in zip(params, before):
+        g = p.grad
+        if g is None:
+            continue
+        a = torch.zeros_like(g) if a is None else a
+        b = g.detach() - a
+        first += float(a.double().pow(2).sum())
+        second += float(b.double().pow(2).sum())
+        dot += float((a.double() * b.double()).sum())
+    denom = (first * second) ** 0.5
+    return {"train/pg_grad_norm": first ** 0.5, "train/sft_grad_norm": second ** 0.5,
+            "train/pg_sft_grad_cos": dot / denom if denom > 0 else 0.0}
+
+
 def save_checkpoint(manager: CheckpointManager, step: int, tm: Any, optimizer: Any, scheduler: Any,
                     state: dict[str, Any], rng: dict[str, Any] | None = None) -> Path:
     import torch
