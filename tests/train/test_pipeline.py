@@ -184,6 +184,52 @@ def test_an_empty_evaluation_split_is_a_clear_error_not_a_crash(tmp_path):
         Pipeline(cfg).run()
 
 
+def test_a_model_that_cannot_load_stops_the_stage_instead_of_scoring_0(tmp_path):
+    """A missing model fails eval_base with the loader's message; no metrics.json marks it done."""
+    from officegym.pipeline import PipelineError
+
+    out = tmp_path / "run"
+    cfg = _cfg(out, tmp_path / "no-such-model", "stages=[world, tasks, eval_base]")
+    with pytest.raises(PipelineError, match=r"eval_base: .* cannot run: .*no-such-model"):
+        Pipeline(cfg).run()
+    assert not (out / "eval_base" / "metrics.json").exists() and not (out / "eval_base" / "rollouts.jsonl").exists()
+
+
+def test_rollouts_the_backend_failed_leave_the_stage_undone_and_a_rerun_retries_them(tmp_path, monkeypatch):
+    from officegym.agent import policies
+    from officegym.core.policy import Completion
+    from officegym.pipeline import PipelineError
+
+    real = policies.make_policy
+    broken = {"on": True}
+
+    def flaky(spec, **options):
+        policy = real(spec, **options)
+        complete = policy.complete
+
+        async def failing(requests, params):
+            if broken["on"]:
+                return [Completion(finish_reason="error", error="ConnectError: the server went away") for _ in requests]
+            return await complete(requests, params)
+
+        policy.complete = failing
+        return policy
+
+    monkeypatch.setattr(policies, "make_policy", flaky)
+    out = tmp_path / "run"
+    cfg = build_config(PipelineConfig, {
+        "out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base"],
+        "world": {"seed": 3, "size": "small"},
+        "tasks": {"n": 20, "seed": 0, "templates": ["email.send_to_address"], "fractions": [0.5, 0.5, 0.0]},
+        "eval": {"max_tasks": 3, "max_steps": 2}}, [])
+    with pytest.raises(PipelineError, match=r"eval_base: 3 of 3 rollouts failed in the model backend .*server went away"):
+        Pipeline(cfg).run()
+    assert not (out / "eval_base" / "metrics.json").exists()
+    broken["on"] = False
+    assert Pipeline(cfg).run() == ["eval_base"]
+    assert json.loads((out / "eval_base" / "metrics.json").read_text())["accuracy"] == 1.0
+
+
 def test_eval_base_can_take_fewer_tasks_and_is_compared_on_the_tasks_both_ran(tmp_path):
     out = tmp_path / "run"
     cfg = build_config(PipelineConfig, {

@@ -293,11 +293,12 @@ class Pipeline:
         returns the metrics. `max_steps` and `k` override the evaluation's turns per episode and
         samples per task."""
         from officegym.agent.loop import LoopConfig
-        from officegym.agent.policies import make_policy
+        from officegym.agent.policies import make_policy, preflight
         from officegym.core.policy import SamplingParams
+        from officegym.core.rollout_row import officegym_of
         from officegym.eval.metrics import compute_metrics
         from officegym.eval.report import write_report
-        from officegym.eval.run import run_eval
+        from officegym.eval.run import backend_failed, run_eval
 
         e = self.cfg.eval
         tasks = tasks if tasks is not None else self._eval_tasks(name)
@@ -312,6 +313,11 @@ class Pipeline:
         if model == self.cfg.model and base_template is not None and spec.startswith(("vllm:", "hf:", "smollm2")):
             options["chat_template"] = base_template  # the base model sees the prompts training will give it
         policy = make_policy(spec, environment=self.env_name, **options)
+        # A model that cannot load (a package missing, a wrong path) stops the stage here: its
+        # rollouts would all fail, and their 0% would read as the model's score.
+        problem = preflight(policy)
+        if problem:
+            raise PipelineError(f"{name}: {spec} cannot run: {problem}")
         steps, k = max_steps or e.max_steps, k or e.k
         config = LoopConfig(max_steps=steps, max_tool_output_chars=e.max_tool_output_chars,
                             params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
@@ -329,6 +335,13 @@ class Pipeline:
             job = bar.add_task(name, total=len(tasks) * k, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
                 result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
+        failed = [r for r in result.rows if backend_failed(r)]
+        if failed:  # no metrics.json: the stage is not done, and a rerun retries only these rollouts
+            close = getattr(policy, "close", None)
+            if close is not None:
+                close()
+            raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
+                                f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")
         # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
         self._bfcl(name, policy, spec)
         close = getattr(policy, "close", None)
