@@ -230,6 +230,40 @@ def test_rollouts_the_backend_failed_leave_the_stage_undone_and_a_rerun_retries_
     assert json.loads((out / "eval_base" / "metrics.json").read_text())["accuracy"] == 1.0
 
 
+def test_demonstrated_templates_limit_sft_and_the_sft_term_while_grpo_plays_them_all(tmp_path, tiny_model_dir):
+    """tasks.demonstrated: SFT and GRPO's SFT term see the ground truth of those templates only;
+    GRPO's rollouts still come from every training task (the rest are verifier-only)."""
+    import io
+
+    import yaml
+    from rich.console import Console
+
+    from officegym.pipeline import PipelineError
+    from officegym.train.data import DataError, load_tasks, of_templates, template_of
+
+    out = tmp_path / "run"
+    shown = "email.send_to_address"
+    cfg = _cfg(out, tiny_model_dir, "stages=[world, tasks, sft, grpo]", f"tasks.demonstrated=[{shown}]",
+               "grpo.grpo.sft_mix.coef=0.5", "grpo.grpo.sft_mix.examples=2", "grpo.grpo.sft_mix.max_length=6000")
+    log = io.StringIO()
+    Pipeline(cfg, console=Console(file=log, width=200)).run()
+    sft = yaml.safe_load((out / "sft" / "config.yaml").read_text())
+    grpo = yaml.safe_load((out / "grpo" / "config.yaml").read_text())
+    assert sft["data"]["templates"] == [shown] and grpo["data"]["templates"] is None
+    assert grpo["grpo"]["sft_mix"]["templates"] == [shown] and grpo["grpo"]["sft_mix"]["coef"] == 0.5
+    train = load_tasks(out / "tasks" / "train.jsonl")
+    assert len({template_of(t) for t in train}) == 4
+    n_shown = sum(template_of(t) == shown for t in train)
+    printed = log.getvalue()
+    assert f"SFT: {n_shown} training" in printed and f"SFT mix: {n_shown} ground-truth conversations" in printed
+    with pytest.raises(DataError, match=r"no task of email.send_to_adress; the tasks' templates are .*analytics"):
+        of_templates(train, ["email.send_to_adress"], "data.templates")
+    assert of_templates(train, ["email.send_to_adress"], "x", strict=False) == []
+    bad = _cfg(tmp_path / "b", tiny_model_dir, "tasks.demonstrated=[calendar.create_with_person]")
+    with pytest.raises(PipelineError, match=r"tasks\.demonstrated: calendar\.create_with_person not in tasks\.templates"):
+        Pipeline(bad).run()
+
+
 def test_eval_base_can_take_fewer_tasks_and_is_compared_on_the_tasks_both_ran(tmp_path):
     out = tmp_path / "run"
     cfg = build_config(PipelineConfig, {

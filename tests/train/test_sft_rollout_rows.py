@@ -49,3 +49,14 @@ def test_rollout_rows_become_conversations_and_damaged_rows_are_dropped(tmp_path
     assert report.conversations == 1
     assert report.dropped == {"reward below 1.0": 3, "malformed row": 4, "no assistant turn": 1, "unreadable line": 1}
     assert json.loads(path.read_text().split("\n")[0]) == json.loads(json.dumps(good))  # the file is only read
+
+
+def test_rollout_rows_of_other_templates_are_left_out_when_templates_are_given(tmp_path):
+    rows = [{**TASK, "id": f"t{i}", "template": name, "response": {"output": OUTPUT}, "reward": 1.0}
+            for i, name in enumerate(["email.delete", "email.send", "email.delete"])]
+    path = tmp_path / "rollouts.jsonl"
+    write_jsonl_rows(path, rows)
+    report = BuildReport()
+    assert len(rollout_conversations([path], 1.0, report, templates=["email.delete"])) == 2
+    assert report.dropped == {"template not in data.templates": 1}
+    assert len(rollout_conversations([path], 1.0, BuildReport())) == 3

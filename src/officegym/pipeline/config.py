@@ -30,6 +30,9 @@ class TasksSection(_Section):
     tools: Literal["all", "domain"] = Field("domain", description="workplace: offer each task its domains' tools only")
     holdout_templates: int = Field(0, ge=0, description="workplace: templates held out whole for the test split")
     templates: list[str] | None = Field(None, description="workplace: only these template ids (default: all)")
+    demonstrated: list[str] | None = Field(
+        None, description="templates whose ground truth SFT and GRPO's SFT term may imitate; the others are "
+        "verifier-only: GRPO learns them from their rewards alone (default: all demonstrated)")
     difficulty: tuple[int, int] | None = Field(None, description="environments with their own generator (roles): the "
                                                "levels drawn, LO..HI within 1..10 (default: the generator's range)")
     fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")

@@ -72,6 +72,9 @@ class Pipeline:
                                 "pipeline trains one policy on single-agent episodes. Train a role that sits in it "
                                 "(roles/cto, roles/cost, roles/risk, roles/reconcile) instead")
         if takes_world:
+            if t.demonstrated is not None and t.templates is not None and set(t.demonstrated) - set(t.templates):
+                raise PipelineError(f"tasks.demonstrated: {', '.join(sorted(set(t.demonstrated) - set(t.templates)))} "
+                                    "not in tasks.templates")
             if t.difficulty is not None:
                 raise PipelineError(f"tasks.difficulty: {self.env_name} builds tasks from templates over a world; "
                                     "difficulty levels are for environments that generate their own tasks")
@@ -81,8 +84,8 @@ class Pipeline:
                                 "pipeline has no tasks for it")
         if self.cfg.world.path is not None:
             raise PipelineError(f"world.path: {self.env_name} takes no world (its scenarios come from the task rows)")
-        if t.templates is not None or t.holdout_templates:
-            raise PipelineError(f"tasks.templates / tasks.holdout_templates choose workplace templates; {self.env_name} "
+        if t.templates is not None or t.holdout_templates or t.demonstrated is not None:
+            raise PipelineError(f"tasks.templates / holdout_templates / demonstrated choose workplace templates; {self.env_name} "
                                 "generates its own tasks (tasks.difficulty chooses their levels)")
 
     def sft_source(self) -> str:
@@ -400,8 +403,9 @@ class Pipeline:
         lookup's output before the answer that uses it. Rollouts below the full reward are left to
         SFT's min_reward, which drops them (counted in its log)."""
         from officegym.agent.scripted import plan_turns
+        from officegym.train.data import of_templates
 
-        tasks = self._split_tasks("train", "sft")
+        tasks = of_templates(self._split_tasks("train", "sft"), self.cfg.tasks.demonstrated, "tasks.demonstrated")
         turns = max(len(plan_turns(len(t.ground_truth), t.metadata.get("oracle_turns"))) for t in tasks)
         metrics = self.evaluate("sft_data", "oracle", out=self.out / "sft_data", tasks=tasks, max_steps=turns + 1, k=1)
         if metrics["accuracy"] < 1.0:
@@ -421,6 +425,8 @@ class Pipeline:
         from officegym.train.sft import train_sft
 
         forced: dict[str, Any] = {"out_dir": str(self.out / "sft"), "data": self._train_data()}
+        if self.cfg.tasks.demonstrated is not None:  # SFT imitates these templates only
+            forced["data"]["templates"] = list(self.cfg.tasks.demonstrated)
         if self.sft_source() == "oracle":
             forced["sft"] = {"source": "rollouts", "rollouts": [str(self._oracle_data())]}
         data = merge_sections(self.cfg.sft, forced)
@@ -440,7 +446,11 @@ class Pipeline:
         from officegym.train.config import GRPORunConfig
         from officegym.train.grpo import train_grpo
 
-        data = merge_sections(sections, {"out_dir": str(out_dir), "data": self._train_data(tasks)})
+        forced: dict[str, Any] = {"out_dir": str(out_dir), "data": self._train_data(tasks)}
+        if self.cfg.tasks.demonstrated is not None:  # rollouts of every template, ground truth of these only
+            g = sections.get("grpo") or {}
+            forced["grpo"] = {"sft_mix": {**(g.get("sft_mix") or {}), "templates": list(self.cfg.tasks.demonstrated)}}
+        data = merge_sections(sections, forced)
         data.setdefault("model", {})["name"] = start
         # validate under the evaluation's episode limits: with fewer turns, a policy that never stops
         # looked fine in validation (46%) and failed the evaluation (5%)

@@ -228,6 +228,8 @@ class DataConfig(Section):
     world: str | None = Field(None, description="world folder for the workplace env (default: generated seed 0)")
     verify_mode: str | None = None
     tools: Literal["all", "domain"] = Field("all", description="domain: offer only the task's domain tools (short prompts)")
+    templates: list[str] | None = Field(None, description="only the tasks of these templates, for training and "
+                                        "validation; null: all")
     shuffle: bool = True
 
 
@@ -280,6 +282,8 @@ class SFTMixConfig(Section):
     calls_per_turn: Literal["all", "one"] = Field("all", description="as sft.calls_per_turn: the SFT stage's choice")
     final_answer: str = "Done."
     max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
+    templates: list[str] | None = Field(None, description="only the ground truth of these templates' tasks; the "
+                                        "others are learnt from their rewards alone. null: every training task's")
     prompt_grad: bool = Field(True, description="false: the prompt the conversations of a micro-batch share runs "
                               "without gradient (sft.prompt_grad: false does the same in SFT): a cheaper term")
     draw: Literal["any", "shared_prompt"] = Field(

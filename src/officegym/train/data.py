@@ -6,6 +6,7 @@ import dataclasses
 import os
 import random
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +119,24 @@ def restrict_tools(task: Task) -> Task:
     return dataclasses.replace(task, tools=kept)
 
 
-def prepare_tasks(tasks: list[Task], cfg: DataConfig) -> list[Task]:
+def of_templates(tasks: list[Task], templates: Sequence[str] | None, what: str, strict: bool = True) -> list[Task]:
+    """The tasks of these templates (None: all); `strict`: a template none of them has is an error
+    (a misspelt name would otherwise train on nothing of it, silently)."""
+    if templates is None:
+        return tasks
+    wanted = set(templates)
+    if strict:
+        present = {template_of(t) for t in tasks}
+        missing = sorted(wanted - present)
+        if missing:
+            raise DataError(f"{what}: no task of {', '.join(missing)}; the tasks' templates are {', '.join(sorted(present))}")
+    return [t for t in tasks if template_of(t) in wanted]
+
+
+def prepare_tasks(tasks: list[Task], cfg: DataConfig, strict: bool = True) -> list[Task]:
     """Check that the tasks belong to `cfg.env` (a task of another environment would only ever get
-    the verifier's "bad task" verdict, reward 0), then restrict tools when asked."""
+    the verifier's "bad task" verdict, reward 0), keep those of `cfg.templates`, then restrict tools
+    when asked. `strict` (the training file): every template asked for must be there."""
     env = registry.canonical_name(cfg.env)
     foreign = Counter(registry.canonical_name(t.environment_name) for t in tasks if t.environment_name
                       and registry.canonical_name(t.environment_name) != env)
@@ -128,6 +144,7 @@ def prepare_tasks(tasks: list[Task], cfg: DataConfig) -> list[Task]:
         names = ", ".join(f"{n} ({k})" for n, k in foreign.most_common())
         raise DataError(f"data.env is {cfg.env!r} but {sum(foreign.values())} of {len(tasks)} tasks belong to another "
                         f"environment: {names}; set data.env to match the tasks")
+    tasks = of_templates(tasks, cfg.templates, "data.templates", strict)
     return [restrict_tools(t) for t in tasks] if cfg.tools == "domain" else tasks
 
 

@@ -121,7 +121,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
                                  "has no seats: remove the council section or set data.env")
     train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
     if cfg.data.val_tasks:
-        val_tasks = prepare_tasks(val_tasks, cfg.data)
+        val_tasks = prepare_tasks(val_tasks, cfg.data, strict=False)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     tm.model.eval()  # no dropout: the sampler and the learner must be the same function
     reward_fn = make_reward_fn(cfg.grpo.reward, env, cfg.grpo.invalid_call_penalty)
@@ -137,9 +137,11 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
     sft_mix = None
     if cfg.grpo.sft_mix.coef > 0:
+        from officegym.train.data import of_templates
         from officegym.train.sft_mix import SFTMix
 
-        sft_mix = SFTMix.build(tm, cfg, env, train_tasks)
+        sft_mix = SFTMix.build(tm, cfg, env, of_templates(train_tasks, cfg.grpo.sft_mix.templates,
+                                                           "grpo.sft_mix.templates"))
         if console is not None and dist.main:
             console.print(f"SFT mix: {len(sft_mix.examples)} ground-truth conversations, "
                           f"{cfg.grpo.sft_mix.examples} a step, coef {cfg.grpo.sft_mix.coef}"

@@ -31,6 +31,7 @@ from officegym.core.rollout_row import RolloutRowError, parse
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
 from officegym.core.types import ToolCall, ToolSpec
+from officegym.train.data import template_of
 
 
 @dataclass
@@ -134,8 +135,10 @@ def council_conversations(tasks: Sequence[Task], train_seats: Sequence[str], oth
     return out
 
 
-def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report: BuildReport) -> list[Conversation]:
-    """Conversations of rollout rows with reward >= min_reward (eval's rollouts.jsonl format)."""
+def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report: BuildReport,
+                          templates: Sequence[str] | None = None) -> list[Conversation]:
+    """Conversations of rollout rows with reward >= min_reward (eval's rollouts.jsonl format), of
+    tasks of `templates` only when given."""
     out = []
     for path in paths:
         p = Path(path)
@@ -162,6 +165,9 @@ def rollout_conversations(paths: Sequence[str | Path], min_reward: float, report
                 messages = responses_items_to_chat_messages([*task.input, *rollout.output])
             except (TaskFormatError, AttributeError, TypeError, KeyError):
                 report.drop("malformed row")
+                continue
+            if templates is not None and template_of(task) not in templates:
+                report.drop("template not in data.templates")
                 continue
             if not any(m.get("role") == "assistant" for m in messages):
                 report.drop("no assistant turn")
