@@ -339,17 +339,14 @@ class Pipeline:
             with heartbeat(bar, job, lambda: policy_activity(policy)):
                 result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
         failed = [r for r in result.rows if backend_failed(r)]
-        if failed:  # no metrics.json: the stage is not done, and a rerun retries only these rollouts
-            close = getattr(policy, "close", None)
-            if close is not None:
-                close()
-            raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
-                                f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")
-        # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
-        self._bfcl(name, policy, spec)
+        if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
+            self._bfcl(name, policy, spec)
         close = getattr(policy, "close", None)
         if close is not None:
             close()
+        if failed:  # no metrics.json: the stage is not done, and a rerun retries only these rollouts
+            raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
+                                f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")
         metrics = compute_metrics(result.rows, tasks, env.write_tools)
         title = f"officegym pipeline, {name}: {spec}" + ("" if self.takes_world else f" on {self.env_name}")
         try:

@@ -40,7 +40,14 @@ from officegym.machine import ThreadGovernor, thread_metrics
 from officegym.rewards.calls import invalid_calls
 from officegym.train.checkpoint import CheckpointManager, rng_state
 from officegym.train.config import GRPORunConfig
-from officegym.train.data import TaskStream, load_tasks, make_environment, prepare_tasks, split_tasks
+from officegym.train.data import (
+    TaskStream,
+    load_tasks,
+    make_environment,
+    of_templates,
+    prepare_tasks,
+    split_tasks,
+)
 from officegym.train.distributed import Dist, run_ranks
 from officegym.train.memory import memory_metrics, release_free_memory
 from officegym.train.modeling import generation_policy, load_train_model, push_weights, release_generation
@@ -137,7 +144,6 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         stream = TaskStream(train_tasks, cfg.seed, cfg.data.shuffle)
     sft_mix = None
     if cfg.grpo.sft_mix.coef > 0:
-        from officegym.train.data import of_templates
         from officegym.train.sft_mix import SFTMix
 
         sft_mix = SFTMix.build(tm, cfg, env, of_templates(train_tasks, cfg.grpo.sft_mix.templates,
