@@ -47,6 +47,7 @@ from officegym.train.data import (
     of_templates,
     prepare_tasks,
     split_tasks,
+    template_of,
 )
 from officegym.train.distributed import Dist, run_ranks
 from officegym.train.memory import memory_metrics, release_free_memory
@@ -121,6 +122,20 @@ def train_grpo(cfg: GRPORunConfig, console: Any = None, step_hook: Callable[[int
     return run_ranks(cfg, console, "grpo", lambda con, dist: _train(cfg, con, step_hook, run_dir, dist), check)
 
 
+def sft_mix_tasks(train_tasks: list[Task], cfg: GRPORunConfig) -> list[Task]:
+    """The tasks whose ground truth the SFT term imitates: those of grpo.sft_mix.templates among the
+    training tasks. A template outside data.templates (one the policy gradient never samples) comes
+    from the whole training file: the term's data need not be the RL prompts (PPO-ptx), and GRPO
+    never validates on that template."""
+    m = cfg.grpo.sft_mix
+    pool = list(train_tasks)
+    if m.templates is not None and cfg.data.templates is not None and set(m.templates) - set(cfg.data.templates):
+        sampled = set(cfg.data.templates)
+        every = prepare_tasks(load_tasks(cfg.data.tasks), cfg.data.model_copy(update={"templates": None}))
+        pool += [t for t in every if template_of(t) not in sampled]
+    return of_templates(pool, m.templates, "grpo.sft_mix.templates")
+
+
 def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist: Dist) -> TrainResult:
     env = make_environment(cfg.data)
     if cfg.council is not None and not env.seats:
@@ -146,8 +161,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     if cfg.grpo.sft_mix.coef > 0:
         from officegym.train.sft_mix import SFTMix
 
-        sft_mix = SFTMix.build(tm, cfg, env, of_templates(train_tasks, cfg.grpo.sft_mix.templates,
-                                                           "grpo.sft_mix.templates"))
+        sft_mix = SFTMix.build(tm, cfg, env, sft_mix_tasks(train_tasks, cfg))
         if console is not None and dist.main:
             console.print(f"SFT mix: {len(sft_mix.examples)} ground-truth conversations, "
                           f"{cfg.grpo.sft_mix.examples} a step, coef {cfg.grpo.sft_mix.coef}"
