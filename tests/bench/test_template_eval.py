@@ -47,3 +47,18 @@ def test_a_template_without_tasks_in_the_split_is_named(tmp_path, benchmark_scri
     run = _run(tmp_path)
     with pytest.raises(SystemExit, match=r"no task of calendar\.create_with_person"):
         mod.evaluate(run, ["calendar.create_with_person"], [("oracle", "oracle")], "test", tmp_path / "te")
+
+
+def test_sampled_episodes_give_pass_rates_paired_by_task(tmp_path, benchmark_script):
+    mod = benchmark_script("template_eval")
+    run = _run(tmp_path)
+    out = tmp_path / "te"
+    table = mod.evaluate(run, ["email.send_to_person"], [("noop", "noop"), ("oracle", "oracle")], "test", out, sample=2)
+    runs = json.loads((out / "oracle_T1_k2" / "run.json").read_text())
+    assert runs["k"] == 2 and runs["temperature"] == 1.0
+    rollouts = (out / "oracle_T1_k2" / "rollouts.jsonl").read_text().splitlines()
+    n = len(rollouts) // 2
+    assert n > 2 and table[0][1] == f"{n} x 2" and table[0][2].startswith("0.0% [0.0, ")
+    assert table[1][2].startswith("100.0% [") and table[1][3] == f"{n} / 0, +100.0 [+100.0, +100.0]"
+    assert float(table[1][4]) == pytest.approx(2 * 0.5 ** n, rel=0.05)  # every sign flip: 2 of 2^n as large
+    assert not (out / "oracle").exists()  # greedy evaluations stay apart
