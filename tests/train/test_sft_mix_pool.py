@@ -47,3 +47,14 @@ def test_without_data_templates_the_term_draws_from_the_training_tasks(tasks_dir
     assert [t.id for t in pool] == [t.id for t in train if template_of(t) == SHOWN]
     with pytest.raises(DataError, match=r"grpo\.sft_mix\.templates: no task of calendar"):
         _pool(tasks_dir, "grpo.sft_mix.templates=[calendar.create_with_person]")
+
+
+def test_validation_is_capped_after_keeping_the_trained_templates(tasks_dir):
+    """data.max_val_tasks counts validation tasks of data.templates (it used to take 4 of every template,
+    then keep the 4 of the one trained on)."""
+    cfg = build_config(GRPORunConfig, {}, [f"out_dir={tasks_dir.parent / 'grpo'}", f"data.tasks={tasks_dir / 'train.jsonl'}",
+                                           f"data.val_tasks={tasks_dir / 'validation.jsonl'}", f"data.templates=[{LEARNT}]",
+                                           "data.max_val_tasks=4", "data.val_sample=per_template"])
+    held = [t for t in load_tasks(tasks_dir / "validation.jsonl") if template_of(t) == LEARNT]
+    _, val = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
+    assert len(held) >= 2 and [t.id for t in val] == [t.id for t in held][:4]
