@@ -35,12 +35,13 @@ def load_tasks(path: str | os.PathLike[str]) -> list[Task]:
 
 
 def split_tasks(tasks: list[Task], cfg: DataConfig, seed: int) -> tuple[list[Task], list[Task]]:
-    """(train, validation): the val_tasks file when given, else a seeded val_fraction of `tasks`
-    (at least one task held out when the fraction is above 0 and there are two tasks or more)."""
+    """(train, validation): the val_tasks file when given (prepared as the training tasks are, see
+    prepare_tasks), else a seeded val_fraction of `tasks` (at least one task held out when the
+    fraction is above 0 and there are two tasks or more)."""
     if cfg.val_tasks:
-        # filtered before the cap below: 12 validation tasks of the templates trained on, not the
+        # prepared before the cap below: 12 validation tasks of the templates trained on, not the
         # few of them among 12 drawn from every template
-        val = of_templates(load_tasks(cfg.val_tasks), cfg.templates, "data.val_tasks", strict=False)
+        val = prepare_tasks(load_tasks(cfg.val_tasks), cfg, strict=False)
         train = tasks
     elif cfg.val_fraction > 0 and len(tasks) > 1:
         order = list(range(len(tasks)))

@@ -142,8 +142,6 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
         raise TrainingSetupError(f"council training needs a multi-agent environment (roles/council); {env.name} "
                                  "has no seats: remove the council section or set data.env")
     train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
-    if cfg.data.val_tasks:
-        val_tasks = prepare_tasks(val_tasks, cfg.data, strict=False)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     tm.model.eval()  # no dropout: the sampler and the learner must be the same function
     reward_fn = make_reward_fn(cfg.grpo.reward, env, cfg.grpo.invalid_call_penalty)

@@ -59,8 +59,6 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
         if not cfg.data.tasks:
             raise TrainingSetupError("sft.source=ground_truth needs data.tasks (task JSONL with ground_truth)")
         train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
-        if cfg.data.val_tasks:
-            val_tasks = prepare_tasks(val_tasks, cfg.data, strict=False)
         train, val = (ground_truth_examples(renderer, env, tasks, s.calls_per_turn, s.final_answer,
                                             cfg.rollout.max_tool_output_chars, s.max_length, report)
                       for tasks in (train_tasks, val_tasks))
