@@ -69,6 +69,16 @@ def test_configs_in_the_repo_load(tmp_path):
         build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path)}))
 
 
+def test_forced_sections_merge_at_every_depth():
+    from officegym.pipeline import merge_sections
+
+    base = {"grpo": {"max_steps": 30, "sft_mix": {"coef": 1.0, "examples": 4}}, "data": {"tasks": "a"}}
+    out = merge_sections(base, {"grpo": {"sft_mix": {"templates": ["t"]}}, "data": {"tasks": "b"}, "out_dir": "o"})
+    assert out == {"grpo": {"max_steps": 30, "sft_mix": {"coef": 1.0, "examples": 4, "templates": ["t"]}},
+                   "data": {"tasks": "b"}, "out_dir": "o"}
+    assert base["grpo"]["sft_mix"] == {"coef": 1.0, "examples": 4}  # a copy: the base is left alone
+
+
 def test_a_bad_override_names_the_key():
     from officegym.train.config import ConfigError
 

@@ -116,13 +116,14 @@ class PipelineError(RuntimeError):
 
 
 def merge_sections(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `forced` written over it, section by section (a copy; `base` is left alone)."""
+    """`base` with `forced` written over it, key by key at every depth (a copy; `base` is left
+    alone): forcing grpo.sft_mix.templates keeps the rest of grpo.sft_mix."""
     out = copy.deepcopy(base)
     for key, value in forced.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
+            out[key] = merge_sections(out[key], value)
         else:
-            out[key] = value
+            out[key] = copy.deepcopy(value)
     return out
 
 

@@ -445,8 +445,7 @@ class Pipeline:
 
         forced: dict[str, Any] = {"out_dir": str(out_dir), "data": self._train_data(tasks)}
         if self.cfg.tasks.demonstrated is not None:  # rollouts of every template, ground truth of these only
-            g = sections.get("grpo") or {}
-            forced["grpo"] = {"sft_mix": {**(g.get("sft_mix") or {}), "templates": list(self.cfg.tasks.demonstrated)}}
+            forced["grpo"] = {"sft_mix": {"templates": list(self.cfg.tasks.demonstrated)}}
         data = merge_sections(sections, forced)
         data.setdefault("model", {})["name"] = start
         # validate under the evaluation's episode limits: with fewer turns, a policy that never stops
