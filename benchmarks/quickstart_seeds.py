@@ -1,19 +1,20 @@
 """The quickstart's GRPO on several seeds from one SFT checkpoint, and the paired test per seed.
 
-    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 [--parallel] [-- OVERRIDES...]
-    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --control [-- OVERRIDES...]
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 [--parallel | --jobs N] [-- OVERRIDES...]
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --control [--jobs 2] [-- OVERRIDES...]
     python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --report
 
 Phase A runs `officegym pipeline --config CONFIG` up to eval_sft once, in OUT/seed<first>; its
-folder is copied to the other seeds' folders, and phase B runs the rest of the pipeline (GRPO,
-its evaluation, the report) in each with `grpo.seed=N`, one after another or, with --parallel, at
-once. OVERRIDES (after `--`) go to every pipeline run (e.g. `grpo.model.device=cuda`).
+folder is copied to the other runs' folders, and phase B runs the rest of the pipeline (GRPO,
+its evaluation, the report) in each with `grpo.seed=N`, one after another, N at a time (--jobs) or
+all at once (--parallel). OVERRIDES (after `--`) go to every pipeline run (e.g. `grpo.model.device=cuda`).
 --deadline stops what still runs after that many seconds with SIGINT, as Ctrl-C would: GRPO
 saves the step in flight and stops (a rerun of the same command resumes it).
---control adds the same GRPO stage (first seed) in OUT/control with every advantage clipped to
-1e-9 (`grpo.grpo.advantage_clip=1e-9`): no policy gradient, only what else the stage trains (the
-SFT term); each seed is then also paired with it on the held-out tasks. The first seed's pair
-differs in the policy gradient alone: it says whether the gradient itself gained anything.
+--control adds, for every seed N, the same GRPO stage and seed in OUT/controlN with every advantage
+clipped to 1e-9 (`grpo.grpo.advantage_clip=1e-9`): no policy gradient, only what else the stage
+trains (the SFT term). Each seed is paired with its own control on the held-out tasks: the pair
+differs in the policy gradient alone (the same tasks drawn, the same SFT-term conversations), so it
+says whether the gradient itself gained anything. The seeds' runs start before the controls'.
 Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
 with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
 the validation curve and the stage times (each folder's timings.json); and per template, the
@@ -43,22 +44,30 @@ def _pipeline(config: str, out: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "officegym.cli", "pipeline", "--config", config, f"out_dir={out}", *extra]
 
 
-def _run(commands: list[tuple[list[str], Path]], deadline: float | None) -> list[int]:
-    """Start the commands (output to each one's log), SIGINT what still runs at the deadline."""
-    procs = []
-    for cmd, log in commands:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        procs.append(subprocess.Popen(cmd, stdout=log.open("a"), stderr=subprocess.STDOUT))
+def _run(commands: list[tuple[list[str], Path]], deadline: float | None, jobs: int = 0) -> list[int]:
+    """Run the commands, at most `jobs` at once (0: all), output to each one's log; at the deadline
+    SIGINT what still runs and start nothing more (those not started get return code None)."""
+    jobs = jobs or len(commands)
+    procs: list[subprocess.Popen | None] = [None] * len(commands)
     interrupted = False
-    while any(p.poll() is None for p in procs):
+    while True:
+        running = [p for p in procs if p is not None and p.poll() is None]
         if deadline is not None and time.monotonic() > deadline and not interrupted:
             print("deadline: interrupting", flush=True)
-            for p in procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGINT)
+            for p in running:
+                p.send_signal(signal.SIGINT)
             interrupted = True
+        waiting = [i for i, p in enumerate(procs) if p is None]
+        if not interrupted:
+            for i in waiting[: max(0, jobs - len(running))]:
+                cmd, log = commands[i]
+                log.parent.mkdir(parents=True, exist_ok=True)
+                procs[i] = subprocess.Popen(cmd, stdout=log.open("a"), stderr=subprocess.STDOUT)
+                running.append(procs[i])
+                waiting.remove(i)
+        if not running and (interrupted or not waiting):
+            return [None if p is None else p.returncode for p in procs]
         time.sleep(1)
-    return [p.returncode for p in procs]
 
 
 def _rows(path: Path) -> list[dict]:
@@ -82,15 +91,16 @@ NO_GRADIENT = "grpo.grpo.advantage_clip=1e-9"  # advantages within +-1e-9: the p
 
 
 def _folder(out: Path, seed: int | str) -> Path:
-    return out / (CONTROL if seed == CONTROL else f"seed{seed}")
+    """seed N runs in OUT/seedN, its control ("controlN") in OUT/controlN."""
+    return out / (seed if isinstance(seed, str) else f"seed{seed}")
 
 
 def report(out: Path, seeds: list[int]) -> None:
     print("| seed | after SFT | after GRPO | gained / lost | McNemar p | model evaluated | validation (step: accuracy) |"
           " GRPO s | eval_grpo s |")
     print("|---:|---:|---:|---:|---:|---|---|---:|---:|")
-    control = out / CONTROL
-    rows: list[int | str] = [*seeds, *([CONTROL] if (control / "eval_grpo").is_dir() else [])]
+    controls = [f"{CONTROL}{s}" for s in seeds if (out / f"{CONTROL}{s}" / "eval_grpo").is_dir()]
+    rows: list[int | str] = [*seeds, *controls]
     for seed in rows:
         run = _folder(out, seed)
         sft, grpo = _rows(run / "eval_sft" / "rollouts.jsonl"), _rows(run / "eval_grpo" / "rollouts.jsonl")
@@ -113,7 +123,7 @@ def report(out: Path, seeds: list[int]) -> None:
             cells = ["", f"(no eval_grpo; {steps} GRPO steps)", "", ""]
         print(f"| {seed} | " + " | ".join(cells) + f" | {export} | {', '.join(curve)} | {timings.get('grpo', 0):.0f} |"
               f" {timings.get('eval_grpo', 0):.0f} |")
-    if CONTROL in rows:
+    if controls:
         against_control(out, seeds)
     by_template(out, seeds)
     first = out / f"seed{seeds[0]}" / "timings.json"
@@ -123,17 +133,15 @@ def report(out: Path, seeds: list[int]) -> None:
 
 
 def against_control(out: Path, seeds: list[int]) -> None:
-    """Each seed's GRPO model against the control's (no policy gradient) on the same held-out tasks.
-    The control runs with the first seed (the same tasks drawn, the same SFT-term conversations): for
-    that pair the policy gradient is the only difference; other seeds differ in their draws too."""
-    control = _rows(out / CONTROL / "eval_grpo" / "rollouts.jsonl")
-    print(f"\nagainst the control (no policy gradient; run with seed {seeds[0]}, the only pair that differs in "
-          "nothing else):")
-    print("\n| seed | after GRPO | the control (no policy gradient) | only GRPO / only the control solved | McNemar p |")
+    """Each seed's GRPO model against its control (same stage and seed, no policy gradient) on the
+    same held-out tasks: the pair differs in the policy gradient alone."""
+    print("\nagainst each seed's control (the same GRPO stage and seed without the policy gradient):")
+    print("\n| seed | after GRPO | its control (no policy gradient) | only GRPO / only the control solved | McNemar p |")
     print("|---:|---:|---:|---:|---:|")
     for seed in seeds:
         grpo = _rows(out / f"seed{seed}" / "eval_grpo" / "rollouts.jsonl")
-        if not grpo:
+        control = _rows(out / f"{CONTROL}{seed}" / "eval_grpo" / "rollouts.jsonl")
+        if not grpo or not control:
             continue
         cmp = paired_outcomes(control, grpo)
         print(f"| {seed} | {_acc(cmp.accuracy_b, cmp.n)} | {_acc(cmp.accuracy_a, cmp.n)} | {cmp.only_b} / {cmp.only_a} |"
@@ -175,11 +183,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--config", default="configs/quickstart.yaml")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--parallel", action="store_true", help="run the seeds' GRPO at once (one machine, shared)")
+    ap.add_argument("--parallel", action="store_true", help="run every GRPO stage at once (one machine, shared)")
+    ap.add_argument("--jobs", type=int, default=1, help="run at most this many GRPO stages at once")
     ap.add_argument("--deadline", type=float, default=None, help="seconds from now; then SIGINT")
     ap.add_argument("--report", action="store_true", help="only print the table of existing runs")
-    ap.add_argument("--control", action="store_true", help="also run the GRPO stage without the policy gradient "
-                    f"({NO_GRADIENT}) in OUT/{CONTROL}, and pair every seed with it")
+    ap.add_argument("--control", action="store_true", help="also run each seed's GRPO stage without the policy "
+                    f"gradient ({NO_GRADIENT}) in OUT/{CONTROL}N, and pair the seed with it")
     args = ap.parse_args(argv)
     if not args.report:
         start = time.monotonic()
@@ -190,23 +199,17 @@ def main() -> None:
         if rc != 0 or not (first / "eval_sft" / "metrics.json").is_file():
             sys.exit(f"phase A failed (exit {rc}): see {first / 'pipeline.log'}")
         print(f"phase A done in {time.monotonic() - start:.0f} s", flush=True)
-        for seed in [*args.seeds[1:], *([CONTROL] if args.control else [])]:
-            run = _folder(args.out, seed)
-            for name in SHARED:
-                if not (run / name).exists():
-                    shutil.copytree(first / name, run / name)
         runs = [(s, [f"grpo.seed={s}", *extra]) for s in args.seeds]
         if args.control:
-            runs.append((CONTROL, [f"grpo.seed={args.seeds[0]}", *extra, NO_GRADIENT]))
+            runs += [(f"{CONTROL}{s}", [f"grpo.seed={s}", *extra, NO_GRADIENT]) for s in args.seeds]
+        for name, _ in runs[1:]:
+            run = _folder(args.out, name)
+            for stage in SHARED:
+                if not (run / stage).exists():
+                    shutil.copytree(first / stage, run / stage)
         jobs = [(_pipeline(args.config, _folder(args.out, s), overrides), _folder(args.out, s) / "pipeline.log")
                 for s, overrides in runs]
-        if args.parallel:
-            _run(jobs, deadline)
-        else:
-            for job in jobs:
-                _run([job], deadline)
-                if deadline is not None and time.monotonic() > deadline:
-                    break
+        _run(jobs, deadline, 0 if args.parallel else max(1, args.jobs))
         print(f"phase B done at {time.monotonic() - start:.0f} s", flush=True)
     report(args.out, args.seeds)
 

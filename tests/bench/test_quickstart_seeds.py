@@ -40,19 +40,41 @@ def test_the_table_pairs_each_seed_with_the_shared_sft_evaluation(tmp_path, caps
     assert "| b | 5 | 0 | 3 (+3 / -0) |" in out
 
 
-def test_the_control_without_policy_gradient_is_paired_with_every_seed(tmp_path, capsys, benchmark_script):
-    for name, right in (("seed0", {0, 1, 3, 4, 5, 6, 7}), ("control", {0, 1, 2, 3, 4, 5, 6, 7, 8})):
+def test_each_seed_is_paired_with_its_own_control(tmp_path, capsys, benchmark_script):
+    runs = (("seed0", {0, 1, 3, 4, 5, 6, 7}), ("control0", {0, 1, 2, 3, 4, 5, 6, 7, 8}),
+            ("seed1", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), ("control1", {0, 1, 2}))
+    for name, right in runs:
         _rollouts(tmp_path / name / "eval_sft", {0, 1, 2})
         _rollouts(tmp_path / name / "eval_grpo", right)
     script = benchmark_script("quickstart_seeds")
     assert script.NO_GRADIENT == "grpo.grpo.advantage_clip=1e-9"
-    script.report(tmp_path, [0])
+    script.report(tmp_path, [0, 1])
     out = capsys.readouterr().out
-    assert any(line.startswith("| control | 30.0% [") and "| 6 / 0 |" in line for line in out.splitlines())
-    # seed 0 against the control: tasks 2 and 8 only the control solved, none only GRPO; p = 2 * 0.25
+    assert any(line.startswith("| control0 | 30.0% [") and "| 6 / 0 |" in line for line in out.splitlines())
+    # seed 0 against control0: tasks 2 and 8 only the control solved, none only GRPO; p = 2 * 0.25
     assert "| 0 | 70.0% [" in out and "| 0 / 2 | 0.5 |" in out
+    # seed 1 against control1 (not control0): 7 only GRPO, none only the control; p = 2 / 2**7
+    assert "| 1 | 100.0% [" in out and "| 7 / 0 | 0.016 |" in out
     capsys.readouterr()
-    (tmp_path / "control" / "eval_grpo" / "rollouts.jsonl").unlink()
-    (tmp_path / "control" / "eval_grpo").rmdir()
-    script.report(tmp_path, [0])
+    for name in ("control0", "control1"):
+        (tmp_path / name / "eval_grpo" / "rollouts.jsonl").unlink()
+        (tmp_path / name / "eval_grpo").rmdir()
+    script.report(tmp_path, [0, 1])
     assert "control" not in capsys.readouterr().out  # no control run: no control rows
+
+
+def test_jobs_caps_how_many_runs_at_once_and_runs_them_all(tmp_path, benchmark_script):
+    import sys
+    stamp = "import sys, time, pathlib; p = pathlib.Path(sys.argv[1]); p.write_text(str(time.time())); time.sleep(0.6)"
+    commands = [([sys.executable, "-c", stamp + "; print(time.time())", str(tmp_path / f"start{i}")],
+                 tmp_path / f"log{i}") for i in range(3)]
+    codes = benchmark_script("quickstart_seeds")._run(commands, None, 2)
+    assert codes == [0, 0, 0]
+    starts = sorted(float((tmp_path / f"start{i}").read_text()) for i in range(3))
+    ends = sorted(float((tmp_path / f"log{i}").read_text()) for i in range(3))
+    assert starts[2] >= ends[0]  # the third started only once one of the first two had ended
+    assert starts[1] < ends[0]  # the first two ran at once
+    commands = [([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "slow.log"),
+                ([sys.executable, "-c", "pass"], tmp_path / "never.log")]
+    codes = benchmark_script("quickstart_seeds")._run(commands, __import__("time").monotonic() + 0.5, 1)
+    assert codes[0] != 0 and codes[1] is None and not (tmp_path / "never.log").exists()
