@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.train.config import load_config
+from officegym.train.config import merge_sections as merge_sections  # the pipeline forces sections with it
 
 STAGES = ("world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
 Stage = Literal["world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]
@@ -113,18 +113,6 @@ class PipelineConfig(_Section):
 
 class PipelineError(RuntimeError):
     """A stage cannot run (its input is missing or broken); the message names the stage."""
-
-
-def merge_sections(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `forced` written over it, key by key at every depth (a copy; `base` is left
-    alone): forcing grpo.sft_mix.templates keeps the rest of grpo.sft_mix."""
-    out = copy.deepcopy(base)
-    for key, value in forced.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_sections(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def load_pipeline_config(path: str | None, overrides: list[str]) -> PipelineConfig:

@@ -102,21 +102,49 @@ def build_config(model: type[M], data: dict[str, Any] | None = None, overrides: 
         raise ConfigError(_explain(exc, model)) from None
 
 
+def merge_sections(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `forced` written over it, key by key at every depth (a copy; `base` is left
+    alone): forcing grpo.sft_mix.templates keeps the rest of grpo.sft_mix. Lists are replaced."""
+    import copy
+
+    out = copy.deepcopy(base)
+    for key, value in forced.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_sections(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_mapping(p: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The file's sections; `extends: OTHER.yaml` (relative to the file) starts from OTHER's and
+    merges this file's over them at every depth."""
+    try:
+        text = read_text(p, "config file")
+    except InputError as exc:  # missing, a folder, not UTF-8: one message naming the file
+        raise ConfigError(str(exc)) from None
+    try:
+        data = _yaml().safe_load(text) or {}
+    except Exception as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of sections")
+    if "extends" not in data:
+        return data
+    base = data.pop("extends")
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{p}: extends must name one config file, got {base!r}")
+    target = Path(base) if Path(base).is_absolute() else p.parent / base
+    chain = (*chain, p.resolve())
+    if target.resolve() in chain:
+        raise ConfigError(f"{p}: extends {base} makes a cycle: " + " -> ".join(str(c) for c in (*chain, target)))
+    return merge_sections(_read_mapping(target, chain), data)
+
+
 def load_config(model: type[M], path: str | os.PathLike[str] | None = None, overrides: list[str] | tuple[str, ...] = ()) -> M:
-    """Read a YAML file (or nothing: all defaults), apply `overrides`, validate."""
-    data: Any = {}
-    if path is not None:
-        p = Path(path)
-        try:
-            text = read_text(p, "config file")
-        except InputError as exc:  # missing, a folder, not UTF-8: one message naming the file
-            raise ConfigError(str(exc)) from None
-        try:
-            data = _yaml().safe_load(text) or {}
-        except Exception as exc:
-            raise ConfigError(f"{p}: not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: the top level must be a mapping of sections")
+    """Read a YAML file (or nothing: all defaults; `extends:` in it: another file's sections under
+    it), apply `overrides`, validate."""
+    data = _read_mapping(Path(path)) if path is not None else {}
     return build_config(model, data, overrides)
 
 
