@@ -74,7 +74,8 @@ def test_jobs_caps_how_many_runs_at_once_and_runs_them_all(tmp_path, benchmark_s
     ends = sorted(float((tmp_path / f"log{i}").read_text()) for i in range(3))
     assert starts[2] >= ends[0]  # the third started only once one of the first two had ended
     assert starts[1] < ends[0]  # the first two ran at once
-    commands = [([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "slow.log"),
+    commands = [([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path / "slow.log"),
                 ([sys.executable, "-c", "pass"], tmp_path / "never.log")]
-    codes = benchmark_script("quickstart_seeds")._run(commands, __import__("time").monotonic() + 0.5, 1)
+    # 3 s: a SIGINT that lands between fork and exec is lost (a loaded box took over 0.5 s to exec)
+    codes = benchmark_script("quickstart_seeds")._run(commands, __import__("time").monotonic() + 3, 1)
     assert codes[0] != 0 and codes[1] is None and not (tmp_path / "never.log").exists()
