@@ -153,23 +153,24 @@ def _templates(rows: list[dict]) -> dict[str, str]:
 
 
 def by_template(out: Path, seeds: list[int]) -> None:
-    """Tasks solved per template after SFT and after each seed's GRPO (+gained / -lost)."""
+    """Tasks solved per template after SFT and after each seed's GRPO and control (+gained / -lost)."""
     sft_rows = _rows(out / f"seed{seeds[0]}" / "eval_sft" / "rollouts.jsonl")
     sft, template = task_outcomes(sft_rows), _templates(sft_rows)
-    grpo = {s: task_outcomes(_rows(out / f"seed{s}" / "eval_grpo" / "rollouts.jsonl")) for s in seeds}
-    done = [s for s in seeds if grpo[s]]
+    runs = [(f"seed {s}", _folder(out, s)) for s in seeds] + [(f"control {s}", out / f"{CONTROL}{s}") for s in seeds]
+    after = {name: task_outcomes(_rows(run / "eval_grpo" / "rollouts.jsonl")) for name, run in runs}
+    done = [name for name, _ in runs if after[name]]
     if not sft or not done:
         return
-    print("\n| template | tasks | after SFT | " + " | ".join(f"seed {s}" for s in done) + " |")
+    print("\n| template | tasks | after SFT | " + " | ".join(done) + " |")
     print("|---|---:|---:|" + "---:|" * len(done))
     for name in sorted(set(template.values())):
         ids = [k for k, t in template.items() if t == name]
         cells = []
-        for s in done:
-            both = [k for k in ids if k in grpo[s]]
-            gained = sum(grpo[s][k] >= 1.0 and sft[k] < 1.0 for k in both)
-            lost = sum(sft[k] >= 1.0 and grpo[s][k] < 1.0 for k in both)
-            cells.append(f"{sum(grpo[s][k] >= 1.0 for k in both)} (+{gained} / -{lost})")
+        for run in done:
+            both = [k for k in ids if k in after[run]]
+            gained = sum(after[run][k] >= 1.0 and sft[k] < 1.0 for k in both)
+            lost = sum(sft[k] >= 1.0 and after[run][k] < 1.0 for k in both)
+            cells.append(f"{sum(after[run][k] >= 1.0 for k in both)} (+{gained} / -{lost})")
         print(f"| {name} | {len(ids)} | {sum(sft[k] >= 1.0 for k in ids)} | " + " | ".join(cells) + " |")
 
 

@@ -55,6 +55,9 @@ def test_each_seed_is_paired_with_its_own_control(tmp_path, capsys, benchmark_sc
     assert "| 0 | 70.0% [" in out and "| 0 / 2 | 0.5 |" in out
     # seed 1 against control1 (not control0): 7 only GRPO, none only the control; p = 2 / 2**7
     assert "| 1 | 100.0% [" in out and "| 7 / 0 | 0.016 |" in out
+    # per template, the controls beside the seeds: b = tasks 5-9, control1 solved none of them
+    assert "| template | tasks | after SFT | seed 0 | seed 1 | control 0 | control 1 |" in out
+    assert "| b | 5 | 0 | 3 (+3 / -0) | 5 (+5 / -0) | 4 (+4 / -0) | 0 (+0 / -0) |" in out
     capsys.readouterr()
     for name in ("control0", "control1"):
         (tmp_path / name / "eval_grpo" / "rollouts.jsonl").unlink()
