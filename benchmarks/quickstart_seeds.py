@@ -44,7 +44,7 @@ def _pipeline(config: str, out: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "officegym.cli", "pipeline", "--config", config, f"out_dir={out}", *extra]
 
 
-def _run(commands: list[tuple[list[str], Path]], deadline: float | None, jobs: int = 0) -> list[int]:
+def _run(commands: list[tuple[list[str], Path]], deadline: float | None, jobs: int = 0) -> list[int | None]:
     """Run the commands, at most `jobs` at once (0: all), output to each one's log; at the deadline
     SIGINT what still runs and start nothing more (those not started get return code None)."""
     jobs = jobs or len(commands)
