@@ -44,6 +44,10 @@ def _pipeline(config: str, out: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "officegym.cli", "pipeline", "--config", config, f"out_dir={out}", *extra]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(commands: list[tuple[list[str], Path]], deadline: float | None, jobs: int = 0) -> list[int | None]:
     """Run the commands, at most `jobs` at once (0: all), output to each one's log; at the deadline
     SIGINT what still runs and start nothing more (those not started get return code None)."""
@@ -62,7 +66,10 @@ def _run(commands: list[tuple[list[str], Path]], deadline: float | None, jobs: i
             for i in waiting[: max(0, jobs - len(running))]:
                 cmd, log = commands[i]
                 log.parent.mkdir(parents=True, exist_ok=True)
-                procs[i] = subprocess.Popen(cmd, stdout=log.open("a"), stderr=subprocess.STDOUT)
+                # SIGINT back to its default in the child: a shell's background job (`cmd &`) starts with it
+                # ignored, Python then never raises KeyboardInterrupt, and the deadline would stop nothing
+                procs[i] = subprocess.Popen(cmd, stdout=log.open("a"), stderr=subprocess.STDOUT,
+                                            preexec_fn=_default_sigint)
                 running.append(procs[i])
                 waiting.remove(i)
         if not running and (interrupted or not waiting):
