@@ -347,7 +347,10 @@ def write_validation_plot(out: Path, series: list[tuple[int, float, float | None
     steps = [p[0] for p in series]
     acc = [100 * p[1] for p in series]
     ax.plot(steps, acc, marker="o")
-    bars = [(s, a, 100 * (p[1] - p[2]), 100 * (p[3] - p[1])) for s, a, p in zip(steps, acc, series, strict=True)
+    # clamped at 0: Wilson's lower bound at 0 of 12 comes out 2.8e-17 above 0, and matplotlib refuses a
+    # negative error bar (the report stage failed on a run whose validation hit 0 of 12)
+    bars = [(s, a, max(0.0, 100 * (p[1] - p[2])), max(0.0, 100 * (p[3] - p[1])))
+            for s, a, p in zip(steps, acc, series, strict=True)
             if p[2] is not None and p[3] is not None]
     if bars:
         ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[b[2] for b in bars], [b[3] for b in bars]],
