@@ -97,16 +97,21 @@ CONTROL = "control"
 NO_GRADIENT = "grpo.grpo.advantage_clip=1e-9"  # advantages within +-1e-9: the policy gradient is nil
 
 
-def _folder(out: Path, seed: int | str) -> Path:
-    """seed N runs in OUT/seedN, its control ("controlN") in OUT/controlN."""
-    return out / (seed if isinstance(seed, str) else f"seed{seed}")
+def _control(seed: int) -> str:
+    """The name of seed N's control run (and of its folder): controlN."""
+    return f"{CONTROL}{seed}"
+
+
+def _folder(out: Path, run: int | str) -> Path:
+    """Seed N runs in OUT/seedN, a named run (a control) in OUT/NAME."""
+    return out / (run if isinstance(run, str) else f"seed{run}")
 
 
 def report(out: Path, seeds: list[int]) -> None:
     print("| seed | after SFT | after GRPO | gained / lost | McNemar p | model evaluated | validation (step: accuracy) |"
           " GRPO s | eval_grpo s |")
     print("|---:|---:|---:|---:|---:|---|---|---:|---:|")
-    controls = [f"{CONTROL}{s}" for s in seeds if (out / f"{CONTROL}{s}" / "eval_grpo").is_dir()]
+    controls = [_control(s) for s in seeds if (_folder(out, _control(s)) / "eval_grpo").is_dir()]
     rows: list[int | str] = [*seeds, *controls]
     for seed in rows:
         run = _folder(out, seed)
@@ -147,7 +152,7 @@ def against_control(out: Path, seeds: list[int]) -> None:
     print("|---:|---:|---:|---:|---:|")
     for seed in seeds:
         grpo = _rows(out / f"seed{seed}" / "eval_grpo" / "rollouts.jsonl")
-        control = _rows(out / f"{CONTROL}{seed}" / "eval_grpo" / "rollouts.jsonl")
+        control = _rows(_folder(out, _control(seed)) / "eval_grpo" / "rollouts.jsonl")
         if not grpo or not control:
             continue
         cmp = paired_outcomes(control, grpo)
@@ -163,7 +168,7 @@ def by_template(out: Path, seeds: list[int]) -> None:
     """Tasks solved per template after SFT and after each seed's GRPO and control (+gained / -lost)."""
     sft_rows = _rows(out / f"seed{seeds[0]}" / "eval_sft" / "rollouts.jsonl")
     sft, template = task_outcomes(sft_rows), _templates(sft_rows)
-    runs = [(f"seed {s}", _folder(out, s)) for s in seeds] + [(f"control {s}", out / f"{CONTROL}{s}") for s in seeds]
+    runs = [(f"seed {s}", _folder(out, s)) for s in seeds] + [(f"control {s}", _folder(out, _control(s))) for s in seeds]
     after = {name: task_outcomes(_rows(run / "eval_grpo" / "rollouts.jsonl")) for name, run in runs}
     done = [name for name, _ in runs if after[name]]
     if not sft or not done:
@@ -209,7 +214,7 @@ def main() -> None:
         print(f"phase A done in {time.monotonic() - start:.0f} s", flush=True)
         runs = [(s, [f"grpo.seed={s}", *extra]) for s in args.seeds]
         if args.control:
-            runs += [(f"{CONTROL}{s}", [f"grpo.seed={s}", *extra, NO_GRADIENT]) for s in args.seeds]
+            runs += [(_control(s), [f"grpo.seed={s}", *extra, NO_GRADIENT]) for s in args.seeds]
         for name, _ in runs[1:]:
             run = _folder(args.out, name)
             for stage in SHARED:

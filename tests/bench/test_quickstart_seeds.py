@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import time
 from pathlib import Path
 
 
@@ -67,7 +70,6 @@ def test_each_seed_is_paired_with_its_own_control(tmp_path, capsys, benchmark_sc
 
 
 def test_jobs_caps_how_many_runs_at_once_and_runs_them_all(tmp_path, benchmark_script):
-    import sys
     stamp = "import sys, time, pathlib; p = pathlib.Path(sys.argv[1]); p.write_text(str(time.time())); time.sleep(0.6)"
     commands = [([sys.executable, "-c", stamp + "; print(time.time())", str(tmp_path / f"start{i}")],
                  tmp_path / f"log{i}") for i in range(3)]
@@ -81,9 +83,6 @@ def test_jobs_caps_how_many_runs_at_once_and_runs_them_all(tmp_path, benchmark_s
                 ([sys.executable, "-c", "pass"], tmp_path / "never.log")]
     # 3 s: a SIGINT that lands between fork and exec is lost (a loaded box took over 0.5 s to exec).
     # SIGINT ignored here, as in a shell's background job: the children must still get it
-    import signal
-    import time
-
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         start = time.monotonic()

@@ -18,11 +18,11 @@ from officegym.pipeline.config import (
     TasksSection,
     WorldSection,
     load_pipeline_config,
-    merge_sections,
 )
 from officegym.pipeline.report import headline, write_pipeline_report
 from officegym.pipeline.review import build_pool, run_review_rounds
 from officegym.pipeline.run import Pipeline
+from officegym.train.config import merge_sections
 
 __all__ = [
     "STAGES",

@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.train.config import load_config
-from officegym.train.config import merge_sections as merge_sections  # the pipeline forces sections with it
 
 STAGES = ("world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
 Stage = Literal["world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from officegym.core.files import atomic_write, load_appendable_jsonl
-from officegym.pipeline.config import PipelineConfig, PipelineError, merge_sections
+from officegym.pipeline.config import PipelineConfig, PipelineError
+from officegym.train.config import merge_sections
 
 
 class ReviewHost(Protocol):

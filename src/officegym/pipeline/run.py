@@ -22,10 +22,10 @@ from typing import Any
 
 from officegym.core import registry
 from officegym.core.files import atomic_write
-from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError, merge_sections
+from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError
 from officegym.pipeline.report import write_pipeline_report
 from officegym.pipeline.review import run_review_rounds
-from officegym.train.config import build_config, save_config
+from officegym.train.config import build_config, merge_sections, save_config
 
 
 class Pipeline:

@@ -13,6 +13,7 @@ them; the trainer models follow.
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -48,8 +49,6 @@ def parse_value(text: str) -> Any:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Return a copy of `data` with each `a.b.c=value` set (intermediate mappings are created)."""
-    import copy
-
     out = copy.deepcopy(data)
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -105,8 +104,6 @@ def build_config(model: type[M], data: dict[str, Any] | None = None, overrides: 
 def merge_sections(base: dict[str, Any], forced: dict[str, Any]) -> dict[str, Any]:
     """`base` with `forced` written over it, key by key at every depth (a copy; `base` is left
     alone): forcing grpo.sft_mix.templates keeps the rest of grpo.sft_mix. Lists are replaced."""
-    import copy
-
     out = copy.deepcopy(base)
     for key, value in forced.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
