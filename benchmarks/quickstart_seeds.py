@@ -95,6 +95,10 @@ def _acc(accuracy: float, n: int) -> str:
 
 CONTROL = "control"
 NO_GRADIENT = "grpo.grpo.advantage_clip=1e-9"  # advantages within +-1e-9: the policy gradient is nil
+# a control ships its last step, the step its seed ships when validation ties or rises to the end: without
+# the policy gradient its validation on a verifier-only template is noise, and `export: best` once paired
+# a seed's step 30 with its control's step 10 (chosen on 2 of 12 validation tasks)
+LAST = "grpo.checkpoint.export=last"
 
 
 def _control(seed: int) -> str:
@@ -105,6 +109,13 @@ def _control(seed: int) -> str:
 def _folder(out: Path, run: int | str) -> Path:
     """Seed N runs in OUT/seedN, a named run (a control) in OUT/NAME."""
     return out / (run if isinstance(run, str) else f"seed{run}")
+
+
+def _exported(run: Path) -> str:
+    """Which checkpoint the run's GRPO stage shipped ("step N" or "the last step"; "?" unknown), from its log."""
+    log = run / "pipeline.log"
+    found = re.findall(r"done: model in \S+ \((step \d+|the last step)", log.read_text(errors="replace")) if log.is_file() else []
+    return found[-1] if found else "?"
 
 
 def report(out: Path, seeds: list[int]) -> None:
@@ -124,9 +135,7 @@ def report(out: Path, seeds: list[int]) -> None:
                 curve.append(f"{m['step']}: {100 * m['val/accuracy']:.0f}")
         steps = max((m["step"] for m in metrics if "train/reward_mean" in m), default=0)
         timings = json.loads((run / "timings.json").read_text()) if (run / "timings.json").is_file() else {}
-        log = run / "pipeline.log"
-        found = re.findall(r"done: model in \S+ \((step \d+|the last step)", log.read_text(errors="replace")) if log.is_file() else []
-        export = found[-1] if found else "?"
+        export = _exported(run)
         if sft and grpo:
             cmp = paired_outcomes(sft, grpo)
             cells = [_acc(cmp.accuracy_a, cmp.n), _acc(cmp.accuracy_b, cmp.n), f"{cmp.only_b} / {cmp.only_a}",
@@ -148,16 +157,19 @@ def against_control(out: Path, seeds: list[int]) -> None:
     """Each seed's GRPO model against its control (same stage and seed, no policy gradient) on the
     same held-out tasks: the pair differs in the policy gradient alone."""
     print("\nagainst each seed's control (the same GRPO stage and seed without the policy gradient):")
-    print("\n| seed | after GRPO | its control (no policy gradient) | only GRPO / only the control solved | McNemar p |")
-    print("|---:|---:|---:|---:|---:|")
+    print("\n| seed | after GRPO | its control (no policy gradient) | only GRPO / only the control solved | McNemar p |"
+          " models evaluated |")
+    print("|---:|---:|---:|---:|---:|---|")
     for seed in seeds:
         grpo = _rows(out / f"seed{seed}" / "eval_grpo" / "rollouts.jsonl")
         control = _rows(_folder(out, _control(seed)) / "eval_grpo" / "rollouts.jsonl")
         if not grpo or not control:
             continue
         cmp = paired_outcomes(control, grpo)
+        mine, theirs = _exported(out / f"seed{seed}"), _exported(_folder(out, _control(seed)))
+        steps = f"both {mine}" if mine == theirs else f"NOT PAIRED: {mine} / the control's {theirs}"
         print(f"| {seed} | {_acc(cmp.accuracy_b, cmp.n)} | {_acc(cmp.accuracy_a, cmp.n)} | {cmp.only_b} / {cmp.only_a} |"
-              f" {cmp.p_value:.2g} |")
+              f" {cmp.p_value:.2g} | {steps} |")
 
 
 def _templates(rows: list[dict]) -> dict[str, str]:
@@ -214,7 +226,7 @@ def main() -> None:
         print(f"phase A done in {time.monotonic() - start:.0f} s", flush=True)
         runs = [(s, [f"grpo.seed={s}", *extra]) for s in args.seeds]
         if args.control:
-            runs += [(_control(s), [f"grpo.seed={s}", *extra, NO_GRADIENT]) for s in args.seeds]
+            runs += [(_control(s), [f"grpo.seed={s}", *extra, NO_GRADIENT, LAST]) for s in args.seeds]
         for name, _ in runs[1:]:
             run = _folder(args.out, name)
             for stage in SHARED:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _rollouts(path: Path, right: set[int], n: int = 10) -> None:
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     rows = [{"id": i, "reward": 1.0 if i in right else 0.0, "template": "a" if i < 5 else "b"} for i in range(n)]
     (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -91,3 +91,33 @@ def test_jobs_caps_how_many_runs_at_once_and_runs_them_all(tmp_path, benchmark_s
         signal.signal(signal.SIGINT, before)
     assert codes[0] != 0 and codes[1] is None and not (tmp_path / "never.log").exists()
     assert time.monotonic() - start < 30  # interrupted, not slept out
+
+
+def test_a_control_ships_its_last_step_and_an_unpaired_step_is_flagged(tmp_path, capsys, monkeypatch, benchmark_script):
+    script = benchmark_script("quickstart_seeds")
+    for stage in script.SHARED:
+        (tmp_path / "seed0" / stage).mkdir(parents=True)
+    (tmp_path / "seed0" / "eval_sft" / "metrics.json").write_text("{}")
+    launched: list[list[str]] = []
+
+    def run(commands, deadline, jobs=0):
+        launched.extend(cmd for cmd, _ in commands)
+        return [0] * len(commands)
+
+    monkeypatch.setattr(script, "_run", run)
+    monkeypatch.setattr(sys, "argv", ["quickstart_seeds.py", "--out", str(tmp_path), "--seeds", "0", "--control",
+                                      "--", "grpo.grpo.max_steps=3"])
+    script.main()
+    seed, control = (next(c for c in launched if f"out_dir={tmp_path / name}" in c) for name in ("seed0", "control0"))
+    assert script.LAST in control and script.NO_GRADIENT in control and "grpo.grpo.max_steps=3" in control
+    assert script.LAST not in seed and script.NO_GRADIENT not in seed
+    capsys.readouterr()
+    for name, right, shipped in (("seed0", {0, 1, 2, 3}, "the last step"), ("control0", {0, 1}, "step 10, best"),
+                                 ("seed1", {0, 1, 2}, "the last step"), ("control1", {0}, "the last step")):
+        _rollouts(tmp_path / name / "eval_sft", {0})
+        _rollouts(tmp_path / name / "eval_grpo", right)
+        (tmp_path / name / "pipeline.log").write_text(f"done: model in /x/grpo/model ({shipped} by val/accuracy)\n")
+    script.report(tmp_path, [0, 1])
+    pairs = capsys.readouterr().out.split("against each seed's control")[1]
+    assert "| NOT PAIRED: the last step / the control's step 10 |" in pairs.splitlines()[4]
+    assert pairs.splitlines()[5].endswith("| both the last step |")
