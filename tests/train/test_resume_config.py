@@ -63,12 +63,13 @@ def test_harmless_changes_are_allowed_logged_and_saved(run):
     out, cfg = run
     console = Console(record=True, width=200)
     prepare_run_dir(cfg("grpo.max_steps=250", "validation.every=5", "logging.write_rollouts=false",
-                        "checkpoint.keep_top_k=2", "rollout.concurrency=8"), console, "grpo")
+                        "checkpoint.keep_top_k=2", "checkpoint.export=best", "rollout.concurrency=8"), console, "grpo")
     text = console.export_text()
     assert "resuming at step 3 with changed settings:" in text and "grpo.max_steps: 100 -> 250" in text
     assert "max_steps: 250" in (out / "config.yaml").read_text()
     record = json.loads((out / "config_changes.jsonl").read_text())
     assert record["resumed_at_step"] == 3 and record["changes"]["validation.every"] == [0, 5]
+    assert record["changes"]["checkpoint.export"] == ["last", "best"]
 
 
 def test_without_checkpoints_or_with_resume_off_nothing_is_compared(tmp_path, make_cfg, toy_tasks):

@@ -107,11 +107,12 @@ class ResumeError(InputError):
 
 
 # What a resumed run may change: how long it runs and how it logs, validates, checkpoints and
-# computes (the same updates, faster or elsewhere). Any other change would be mixed into weights,
+# computes (the same updates, faster or elsewhere), and which checkpoint it exports at the end (a run
+# finished under `export: best` re-exports its last step). Any other change would be mixed into weights,
 # optimizer moments, schedule and data position made under the saved values; a new optim.lr would
 # not even apply, since the optimizer and scheduler state restored from the checkpoint sets it.
 RESUMABLE = ("grpo.max_steps", "sft.max_steps", "sft.epochs", "logging", "validation", "checkpoint.every",
-             "checkpoint.keep_top_k", "checkpoint.resume", "model.device", "model.threads", "model.cuda_graphs", "model.precision",
+             "checkpoint.keep_top_k", "checkpoint.export", "checkpoint.resume", "model.device", "model.threads", "model.cuda_graphs", "model.precision",
              "model.gradient_checkpointing", "backend", "vllm", "rollout.concurrency", "rollout.batch_size",
              "rollout.backend", "rollout.ray",
              "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.share_prefix", "grpo.skip_zero_advantage",
