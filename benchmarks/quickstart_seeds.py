@@ -12,7 +12,8 @@ all at once (--parallel). OVERRIDES (after `--`) go to every pipeline run (e.g. 
 saves the step in flight and stops (a rerun of the same command resumes it).
 --control adds, for every seed N, the same GRPO stage and seed in OUT/controlN with every advantage
 clipped to 1e-9 (`grpo.grpo.advantage_clip=1e-9`): no policy gradient, only what else the stage
-trains (the SFT term). Each seed is paired with its own control on the held-out tasks: the pair
+trains (the SFT term); a control ships its last step (`grpo.checkpoint.export=last`), and the table
+flags a seed that shipped another. Each seed is paired with its own control on the held-out tasks: the pair
 differs in the policy gradient alone (the same tasks drawn, the same SFT-term conversations), so it
 says whether the gradient itself gained anything. The seeds' runs start before the controls'.
 Then, or with --report alone, it prints per seed: the held-out accuracy after SFT and after GRPO
