@@ -57,8 +57,7 @@ def test_pipeline_runs_every_stage_then_resumes_by_skipping_them(tmp_path, tiny_
 def test_configs_in_the_repo_load(tmp_path):
     from pathlib import Path
 
-    from officegym.pipeline import merge_sections
-    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config import GRPORunConfig, SFTRunConfig, merge_sections
 
     root = Path(__file__).resolve().parents[2] / "configs"
     for name in ("quickstart", "quickstart_rl", "single_gpu", "nemotron_nano_9b"):
@@ -70,7 +69,7 @@ def test_configs_in_the_repo_load(tmp_path):
 
 
 def test_forced_sections_merge_at_every_depth():
-    from officegym.pipeline import merge_sections
+    from officegym.train.config import merge_sections
 
     base = {"grpo": {"max_steps": 30, "sft_mix": {"coef": 1.0, "examples": 4}}, "data": {"tasks": "a"}}
     out = merge_sections(base, {"grpo": {"sft_mix": {"templates": ["t"]}}, "data": {"tasks": "b"}, "out_dir": "o"})

@@ -17,9 +17,8 @@ from officegym.pipeline import (
     PipelineConfig,
     PipelineError,
     load_pipeline_config,
-    merge_sections,
 )
-from officegym.train.config import build_config
+from officegym.train.config import build_config, merge_sections
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ("cto", "coo", "reconcile", "risk", "cost")

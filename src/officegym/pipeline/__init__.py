@@ -22,7 +22,6 @@ from officegym.pipeline.config import (
 from officegym.pipeline.report import headline, write_pipeline_report
 from officegym.pipeline.review import build_pool, run_review_rounds
 from officegym.pipeline.run import Pipeline
-from officegym.train.config import merge_sections
 
 __all__ = [
     "STAGES",
@@ -36,7 +35,6 @@ __all__ = [
     "build_pool",
     "headline",
     "load_pipeline_config",
-    "merge_sections",
     "run_review_rounds",
     "write_pipeline_report",
 ]
