@@ -162,12 +162,13 @@ def against_control(out: Path, seeds: list[int]) -> None:
           " models evaluated |")
     print("|---:|---:|---:|---:|---:|---|")
     for seed in seeds:
-        grpo = _rows(out / f"seed{seed}" / "eval_grpo" / "rollouts.jsonl")
-        control = _rows(_folder(out, _control(seed)) / "eval_grpo" / "rollouts.jsonl")
+        run, its_control = _folder(out, seed), _folder(out, _control(seed))
+        grpo = _rows(run / "eval_grpo" / "rollouts.jsonl")
+        control = _rows(its_control / "eval_grpo" / "rollouts.jsonl")
         if not grpo or not control:
             continue
         cmp = paired_outcomes(control, grpo)
-        mine, theirs = _exported(out / f"seed{seed}"), _exported(_folder(out, _control(seed)))
+        mine, theirs = _exported(run), _exported(its_control)
         steps = f"both {mine}" if mine == theirs else f"NOT PAIRED: {mine} / the control's {theirs}"
         print(f"| {seed} | {_acc(cmp.accuracy_b, cmp.n)} | {_acc(cmp.accuracy_a, cmp.n)} | {cmp.only_b} / {cmp.only_a} |"
               f" {cmp.p_value:.2g} | {steps} |")
