@@ -92,6 +92,16 @@ def test_vllm_on_a_cpu_defaults_to_the_cpus_dtype_and_keeps_an_explicit_one(monk
     assert vllm_engine.engine_options({"dtype": "auto"})["dtype"] == "bfloat16"
 
 
+def test_vllm_on_a_cpu_caches_prefixes_in_32_token_blocks_unless_told(monkeypatch):
+    from officegym.agent import vllm_engine
+
+    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: True)
+    assert vllm_engine.engine_options({})["block_size"] == 32
+    assert vllm_engine.engine_options({"block_size": 128})["block_size"] == 128
+    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: False)
+    assert "block_size" not in vllm_engine.engine_options({})
+
+
 def test_the_environment_can_force_bf16_on_or_off(monkeypatch):
     monkeypatch.setattr(machine, "cpu_flags", lambda: {"amx_bf16"})
     monkeypatch.setenv("OFFICEGYM_CPU_BF16", "0")

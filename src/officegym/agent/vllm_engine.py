@@ -71,12 +71,16 @@ def _on_cpu() -> bool:
 
 def engine_options(options: dict[str, Any]) -> dict[str, Any]:
     """vllm.LLM options with officegym's defaults: prefix caching, processed log-probs (those of the
-    distribution actually sampled from, temperature applied), eager on CPU."""
+    distribution actually sampled from, temperature applied), eager with 32-token blocks on CPU."""
     out = {"enable_prefix_caching": True, "logprobs_mode": "processed_logprobs"}
     if _on_cpu():
         from officegym.machine import cpu_bf16, cpu_dtype
 
         out["enforce_eager"] = True
+        # The KV block is also the prefix-cache unit: with 32-token blocks (the CPU minimum; vLLM's default
+        # is 128) a group's rollouts re-prefill at most 31 tokens of their shared prompt, not up to 127
+        # (benchmarks/engine_turns.py: 8 cached 1.1k-token prompts 0.37 s against 2.06 s; docs/benchmarks.md)
+        out["block_size"] = 32
         out["dtype"] = cpu_dtype()  # bfloat16 only where the CPU has it in hardware (machine.py)
         if options.get("dtype") == "auto":
             options = {k: v for k, v in options.items() if k != "dtype"}
