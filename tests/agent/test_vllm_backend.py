@@ -107,8 +107,8 @@ def test_vllm_policy_sends_ledger_ids_and_keeps_sampled_ids(fake_vllm, tiny_dir)
     import torch
 
     expected = {"enable_prefix_caching": True, "logprobs_mode": "processed_logprobs"}
-    # on a CPU: eager, and the dtype the CPU has in hardware (conftest pins float32)
-    expected.update({"gpu_memory_utilization": 0.5} if torch.cuda.is_available() else {"enforce_eager": True, "dtype": "float32"})
+    # on a CPU: eager, the dtype the CPU has in hardware (conftest pins float32), 32-token KV blocks
+    expected.update({"gpu_memory_utilization": 0.5} if torch.cuda.is_available() else {"enforce_eager": True, "dtype": "float32", "block_size": 32})
     assert engine.options == expected
     prompts, sampling = engine.calls[0]
     assert prompts[0]["prompt_token_ids"] == c1.prompt_ids
