@@ -12,7 +12,8 @@ on a CPU without bf16). A task's first prompt is rendered as the policy renders 
 - group prefill, warm: the same with the prompt already cached;
 - a second turn: each row's prompt + 60 sampled-like tokens + a ~100-token tool response, the
   first prompt cached (what a multi-turn rollout prefills per turn);
-- decode: the group, warm, 64 tokens each with EOS ignored (tokens/s of batched decoding).
+- decode: the group, warm, 64 tokens each with EOS ignored, less the cached group's prefill
+  (tokens/s of batched decoding).
 
 Medians of `--reps`; a table per phase with the tokens it processed and tokens/s.
 """
@@ -42,7 +43,10 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
+    import vllm
+    import yaml
     from transformers import AutoTokenizer
+    from vllm.inputs import TokensPrompt
 
     from officegym.agent import vllm_engine
     from officegym.agent.formats import render_chatml, responses_items_to_chat_messages
@@ -59,16 +63,11 @@ def main() -> None:
     fmt = FORCED_FORMATS[args.chat_template]
     prompts = [tok(render_chatml(responses_items_to_chat_messages(t.input), t.tools, True, fmt)).input_ids
                for t in tasks[: args.reps + 1]]
-    start = time.perf_counter()
-    import yaml
-
     options = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.engine)}
+    start = time.perf_counter()
     llm = vllm_engine.acquire(path, options)
     print(f"engine started in {time.perf_counter() - start:.1f} s ({options or 'officegym defaults'}); "
           f"prompt {len(prompts[0])} tokens, {fmt} tools")
-
-    import vllm
-    from vllm.inputs import TokensPrompt
 
     def run(ids_list: list[list[int]], max_tokens: int, reset: bool) -> float:
         if reset:
@@ -93,7 +92,8 @@ def main() -> None:
     n, g = len(prompts[0]), args.group
     work = {"cold": (f"prefill {n}", n), "group_cold": (f"{g} x prefill {n}, cache reset", g * n),
             "group_warm": (f"{g} x prefill {n}, cached", g * n),
-            "turn2": (f"{g} x turn 2 (+{60 + len(tail)}-{60 + g - 1 + len(tail)} new)", g * (60 + len(tail))),
+            "turn2": (f"{g} x turn 2 (+{60 + len(tail)}-{60 + g - 1 + len(tail)} new)",
+                      sum(60 + k + len(tail) for k in range(g))),
             "decode": (f"{g} x 64 decoded", g * 64)}
     table = Table(title=f"vLLM engine phases, {args.template}, medians of {args.reps}")
     for col in ("phase", "work", "seconds", "tokens/s"):
