@@ -56,6 +56,12 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_deep_model_dir(tmp_path_factory) -> Path:
+    """The tiny model's tokenizer with 4 layers: room for a frozen trunk under lora.last_layers."""
+    return _build(tmp_path_factory.mktemp("tiny-deep"), WORKPLACE_CORPUS * 20, 400, True, 32, 4, 0.3)
+
+
+@pytest.fixture(scope="session")
 def toy_model_dir(tmp_path_factory) -> Path:
     """A model for the pick task: BPE merged across spaces, so that the call a correct answer needs
     is a handful of tokens, and a slightly larger 2-layer Llama."""

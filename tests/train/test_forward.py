@@ -1,7 +1,8 @@
 """The training forward with a shared prefix (train/forward.py): "exact" gives the loss AND the
 gradient of the unshared forward (full weights, LoRA, rows that share a first turn and diverge
 after it, trained tokens inside the prefix, padding), "no_grad" gives the exact loss; the shared
-length is right; little sharing falls back to the plain forward; SFT learns with either."""
+length is right; little sharing falls back to the plain forward; SFT learns with either; a kept
+frozen trunk (train/trunk.py) changes none of it."""
 
 from __future__ import annotations
 
@@ -223,3 +224,161 @@ def test_log_probs_equal_the_model_logits_and_need_no_vocabulary_wide_prompt_log
     empty = {**b, "loss_mask": torch.zeros_like(b["loss_mask"])}
     lp0, _, _ = forward_logprobs(tm.model, tm, empty, 1.0)
     (lp0.sum() * 0).backward()  # no trained token: still a graph, a zero gradient
+
+
+# -- the frozen trunk's cache (train/trunk.py): with adapters on the last layers only, the first
+# layers' outputs are kept across steps and reused for prefixes that share tokens; the log-probs and
+# the gradient equal the uncached forward's, the cache stays within its budget, and a decoder whose
+# outputs the kept trunk cannot reproduce turns it off.
+
+
+def _top_tm(model_dir, last_layers=2, lora=True):
+    pytest.importorskip("peft")
+    from officegym.train.config import LoraConfig, ModelConfig
+    from officegym.train.modeling import load_train_model
+
+    tm = load_train_model(ModelConfig(name=str(model_dir), device="cpu", threads=1),
+                          LoraConfig(enabled=lora, r=4, last_layers=last_layers), seed=0)
+    with torch.no_grad():  # B starts at 0: perturb it so the adapters matter
+        for name, p in tm.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)
+    tm.model.eval()
+    return tm
+
+
+def _same(a, b, atol=1e-5):
+    lp_a, ent_a, off_a, loss_a, g_a = a
+    lp_b, ent_b, off_b, loss_b, g_b = b
+    assert off_a == off_b and lp_a.shape == lp_b.shape
+    assert torch.allclose(lp_a, lp_b, atol=atol), (lp_a - lp_b).abs().max()
+    assert torch.allclose(loss_a, loss_b, atol=1e-6) and torch.allclose(ent_a, ent_b, atol=1e-5)
+    assert g_a.keys() == g_b.keys() and g_a
+    for name in g_a:
+        scale = float(g_a[name].abs().max()) + 1e-12
+        err = float((g_a[name] - g_b[name]).abs().max())
+        assert err <= 1e-4 * scale + 1e-7, (name, err, scale)
+
+
+def test_the_trunk_is_the_layers_without_adapters(tiny_deep_model_dir):
+    from officegym.train.trunk import TrunkCache
+
+    tm = _top_tm(tiny_deep_model_dir, last_layers=2)
+    cache = tm.keep_trunk(64)
+    assert cache is not None and cache.n == 2 and cache.n_layers == 4
+    assert tm.keep_trunk(0) is None  # 0 MB: off
+    every = _top_tm(tiny_deep_model_dir, last_layers=None)
+    assert every.keep_trunk(64) is None  # every layer trains: nothing to keep
+    full = _top_tm(tiny_deep_model_dir, lora=False)
+    assert full.keep_trunk(64) is None
+    assert TrunkCache.build(tm.base.model, 64).n == 2
+
+
+@pytest.mark.parametrize("share", ["exact", "no_grad"])
+@pytest.mark.parametrize("kind", ["prompt", "multi_turn", "trained_prefix"])
+def test_kept_trunk_gives_the_uncached_log_probs_and_gradient(tiny_deep_model_dir, share, kind):
+    tm = _top_tm(tiny_deep_model_dir)
+    batch = {"prompt": _batch, "multi_turn": _multi_turn_batch,
+             "trained_prefix": lambda: _batch(prefix_len=40, first_trained=33)}[kind]()
+    adv = torch.tensor([1.0, -0.5, 2.0, -1.5][: batch["input_ids"].shape[0]])
+    plain = _loss_and_grads(tm, batch, share, adv)
+    cache = tm.keep_trunk(64)
+    first = _loss_and_grads(tm, batch, share, adv)  # fills the cache (and checks it once)
+    assert cache.enabled and cache.checked and cache.entries
+    counts = cache.take_counts()
+    assert counts["train/trunk_computed_tokens"] > 0
+    again = _loss_and_grads(tm, batch, share, adv)  # the prefix's trunk from the cache
+    counts = cache.take_counts()
+    assert counts["train/trunk_reused_tokens"] >= 24
+    _same(plain, first)
+    _same(plain, again)
+
+
+def test_a_prompt_reuses_the_prefix_it_shares_with_a_kept_one(tiny_deep_model_dir):
+    """Two prompts with the same 30-token "tool list" and different "user turns": the second runs
+    the trunk only from where they differ, and still gets the uncached result."""
+    tm = _top_tm(tiny_deep_model_dir)
+    one = _batch(prefix_len=40, seed=1)
+    two = _batch(prefix_len=40, seed=2)
+    two["input_ids"][:, :30] = one["input_ids"][0, :30]
+    adv = torch.tensor([1.0, -0.5, 2.0])
+    plain = _loss_and_grads(tm, two, "no_grad", adv)
+    cache = tm.keep_trunk(64)
+    _loss_and_grads(tm, one, "no_grad", adv)
+    cache.take_counts()
+    got = _loss_and_grads(tm, two, "no_grad", adv)
+    counts = cache.take_counts()
+    assert counts["train/trunk_reused_tokens"] == 30
+    rows_tokens = int(two["attention_mask"][:, 40:].sum())  # the rows' own tokens after the 40-token prompt
+    assert counts["train/trunk_computed_tokens"] == 40 - 30 + rows_tokens
+    _same(plain, got)
+    assert len(cache.entries) == 1  # the second ran 10 tokens of trunk: the first serves its tool list
+
+
+def test_a_prompt_that_adds_a_long_tail_is_kept_too(tiny_deep_model_dir, monkeypatch):
+    from officegym.train import trunk
+
+    monkeypatch.setattr(trunk, "KEEP_TAIL", 5)
+    tm = _top_tm(tiny_deep_model_dir)
+    cache = tm.keep_trunk(64)
+    one = _batch(prefix_len=40, seed=1)
+    two = _batch(prefix_len=40, seed=2)
+    two["input_ids"][:, :30] = one["input_ids"][0, :30]
+    for b in (one, two):
+        _loss_and_grads(tm, b, "no_grad", torch.ones(3))
+    assert len(cache.entries) == 2  # neither prompt is a prefix of the other: both kept
+
+
+def test_the_cache_keeps_within_its_budget(tiny_deep_model_dir):
+    from officegym.train.trunk import TrunkCache
+
+    tm = _top_tm(tiny_deep_model_dir)
+    cache = tm.keep_trunk(64)
+    _loss_and_grads(tm, _batch(prefix_len=40, seed=1), "no_grad", torch.ones(3))
+    one = next(iter(cache.entries.values())).nbytes
+    small = TrunkCache(cache.decoder, cache.n, int(2.5 * one))
+    tm.trunk_cache = small
+    for seed in range(2, 7):
+        _loss_and_grads(tm, _batch(prefix_len=40, seed=seed), "no_grad", torch.ones(3))
+        assert small.bytes <= small.budget and small.bytes == sum(e.nbytes for e in small.entries.values())
+    assert len(small.entries) == 2  # the least recently used went first
+    tiny = TrunkCache(cache.decoder, cache.n, one // 2)
+    tm.trunk_cache = tiny
+    _loss_and_grads(tm, _batch(prefix_len=40, seed=1), "no_grad", torch.ones(3))
+    assert not tiny.entries and tiny.bytes == 0  # larger than the whole budget: not kept
+
+
+def test_a_decoder_the_kept_trunk_cannot_reproduce_turns_it_off(tiny_deep_model_dir, caplog):
+    tm = _top_tm(tiny_deep_model_dir)
+    batch = _batch()
+    adv = torch.tensor([1.0, -0.5, 2.0])
+    plain = _loss_and_grads(tm, batch, "exact", adv)
+    cache = tm.keep_trunk(64)
+    real = cache.run_shared
+
+    def wrong(*args, **kwargs):
+        pre, rest = real(*args, **kwargs)
+        return pre + 1.0, rest
+
+    cache.run_shared = wrong
+    with caplog.at_level("WARNING"):
+        got = _loss_and_grads(tm, batch, "exact", adv)
+    assert not cache.enabled and not cache.entries and "trunk" in caplog.text
+    _same(plain, got)
+
+
+def test_a_longer_prefix_replaces_the_kept_one_it_extends(tiny_deep_model_dir, monkeypatch):
+    from officegym.train import trunk
+
+    monkeypatch.setattr(trunk, "KEEP_TAIL", 5)
+    tm = _top_tm(tiny_deep_model_dir)
+    cache = tm.keep_trunk(64)
+    ids = _batch(prefix_len=40)["input_ids"][0, :40]
+    short = cache.prefix(ids[:30], tm)
+    long = cache.prefix(ids, tm)
+    assert len(cache.entries) == 1 and len(next(iter(cache.entries.values())).ids) == 40
+    assert cache.take_counts()["train/trunk_reused_tokens"] == 30
+    assert torch.allclose(long.hidden[:30], short.hidden, atol=1e-5)
+    again = cache.prefix(ids[:20], tm)  # served from the kept 40 tokens: no new entry
+    assert len(cache.entries) == 1 and cache.take_counts()["train/trunk_computed_tokens"] == 0
+    assert torch.equal(again.hidden, long.hidden[:20])

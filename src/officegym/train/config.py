@@ -331,6 +331,9 @@ class GRPOConfig(Section):
                                "(train/forward.py); micro-batches then take rollouts in token order")
     prompt_grad: bool = Field(True, description="false: the shared prompt runs without gradient (the loss is exact, "
                               "the gradient drops the path through the prompt's keys and values: a cheaper update)")
+    trunk_cache_mb: float = Field(512, ge=0, description="with adapters on the last layers only (lora.last_layers), "
+                                  "keep the frozen first layers' outputs for the prompts the update runs, up to this "
+                                  "many MB, and reuse them across steps (train/trunk.py; the same loss); 0: off")
     baseline: Literal["leave_one_out", "mean"] = "leave_one_out"
     scale: Literal["group", "batch", "none"] = "group"
     advantage_eps: float = 1e-6

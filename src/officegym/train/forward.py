@@ -188,29 +188,75 @@ def _run_plain(model: Any, tm: Any, split: Any, ids: Any, attn: Any, offset: int
 def _run_shared(model: Any, tm: Any, split: Any, ids: Any, attn: Any, shared: int, offset: int, source: Any, b_idx: Any,
                 grad: bool) -> tuple[Any, Any]:
     """The prefix once (batch 1, with or without gradient), then every row's rest on its keys and
-    values; returns the outputs of both, flattened, and where each masked token's predecessor is."""
+    values; returns the outputs of both, flattened, and where each masked token's predecessor is.
+    With a frozen trunk kept (train/trunk.py) the first layers' outputs come from it."""
+    rows, length = ids.shape
+    pre_from = min(offset, shared - 1)  # prefix outputs needed from here (trained tokens inside it)
+    trunk = getattr(tm, "trunk_cache", None)
+    if trunk is not None and trunk.enabled and split is not None and split[0] is trunk.decoder:
+        if not trunk.checked:
+            _check_trunk(trunk, model, tm, split, ids, attn, shared, pre_from)
+        if trunk.enabled:
+            pre, rest = trunk.run_shared(tm, ids, attn, shared, pre_from, grad)
+        else:
+            pre, rest = _prefix_then_rest(model, tm, split, ids, attn, shared, pre_from, grad)
+    else:
+        pre, rest = _prefix_then_rest(model, tm, split, ids, attn, shared, pre_from, grad)
+    import torch
+
+    n_pre = shared - pre_from
+    width = length - shared
+    states = torch.cat([pre, rest.reshape(rows * width, -1)], dim=0)
+    in_prefix = source < shared
+    index = torch.where(in_prefix, source - pre_from, n_pre + b_idx * width + (source - shared))
+    return states, index
+
+
+def _prefix_then_rest(model: Any, tm: Any, split: Any, ids: Any, attn: Any, shared: int, pre_from: int,
+                      grad: bool) -> tuple[Any, Any]:
+    """The outputs for the prefix from `pre_from` ([shared - pre_from, D]) and for every row's rest."""
     import contextlib
 
     import torch
     from transformers import DynamicCache
 
     rows, length = ids.shape
-    pre_from = min(offset, shared - 1)  # prefix outputs needed from here (trained tokens inside it)
     cache = DynamicCache()
     with (contextlib.nullcontext() if grad else torch.no_grad()), tm.autocast():
         pre = _states(model, split, pre_from, input_ids=ids[:1, :shared], attention_mask=attn[:1, :shared],
                       past_key_values=cache, use_cache=True)
     expanded = DynamicCache()
     for layer, entry in enumerate(cache.layers):
-        # A view: the backward of expand sums every row's gradient into the one prefix.
+        # The backward of expand sums every row's gradient into the one prefix.
         expanded.update(entry.keys.expand(rows, -1, -1, -1), entry.values.expand(rows, -1, -1, -1), layer)
     positions = torch.arange(shared, length, device=ids.device)[None].expand(rows, -1)
     with tm.autocast():
         rest = _states(model, split, 0, input_ids=ids[:, shared:], attention_mask=attn, position_ids=positions,
                        past_key_values=expanded, use_cache=True)
-    n_pre = shared - pre_from
-    width = length - shared
-    states = torch.cat([pre[0], rest.reshape(rows * width, -1)], dim=0)
-    in_prefix = source < shared
-    index = torch.where(in_prefix, source - pre_from, n_pre + b_idx * width + (source - shared))
-    return states, index
+    return pre[0], rest
+
+
+def _check_trunk(trunk: Any, model: Any, tm: Any, split: Any, ids: Any, attn: Any, shared: int, pre_from: int) -> None:
+    """Once a run: the kept trunk's outputs against the plain forward's on the first batch; a
+    decoder that does not feed `inputs_embeds` straight to its first layer turns the cache off."""
+    import torch
+
+    trunk.checked = True
+    with torch.no_grad():
+        want = _prefix_then_rest(model, tm, split, ids, attn, shared, pre_from, False)
+        try:
+            got = trunk.run_shared(tm, ids, attn, shared, pre_from, False)
+            mask = attn[:, shared:].bool()
+            same = all(torch.allclose(g.float(), w.float(), rtol=1e-3, atol=1e-3)
+                       for g, w in ((got[0], want[0]), (got[1][mask], want[1][mask])))
+            why = "its outputs differ from the plain forward's"
+        except Exception as exc:  # an unusual decoder: the plain forward still works
+            same, why = False, f"{type(exc).__name__}: {exc}"
+    if not same:
+        import logging
+
+        trunk.enabled = False
+        trunk.entries.clear()
+        trunk.bytes = 0
+        logging.getLogger(__name__).warning("the frozen trunk's cache is off for this run (%s); training goes on "
+                                            "without it", why)

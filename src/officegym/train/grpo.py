@@ -144,6 +144,10 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Any, run_dir: Path, dist
     train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     tm.model.eval()  # no dropout: the sampler and the learner must be the same function
+    trunk = tm.keep_trunk(cfg.grpo.trunk_cache_mb)
+    if trunk is not None and console is not None and dist.main:
+        console.print(f"frozen trunk: layers 0-{trunk.n - 1} of {trunk.n_layers} kept across steps "
+                      f"(up to {cfg.grpo.trunk_cache_mb:g} MB)")
     reward_fn = make_reward_fn(cfg.grpo.reward, env, cfg.grpo.invalid_call_penalty)
     params = tm.trainable_parameters()
     optimizer = make_optimizer(params, cfg.optim)
@@ -665,4 +669,6 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     if sft_tokens > 0:  # the mixed-in SFT loss: mean NLL per target token, and how many
         out["train/sft_loss"] = dist.sum(sums["sft"]) / sft_tokens
         out["train/sft_tokens"] = sft_tokens
+    if getattr(tm, "trunk_cache", None) is not None:  # prompt tokens whose first layers were reused or run
+        out.update(tm.trunk_cache.take_counts())
     return out

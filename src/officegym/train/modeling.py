@@ -75,6 +75,17 @@ class TrainModel:
     amp_dtype: Any  # torch dtype for autocast, or None
     path: Path | str
     lora: bool
+    trunk_cache: Any = None  # train/trunk.py: the frozen first layers' outputs, kept across steps
+
+    def keep_trunk(self, budget_mb: float) -> Any:
+        """Keep the frozen trunk's outputs (adapters on the last layers only) within `budget_mb`;
+        returns the cache, or None when every layer trains."""
+        from officegym.train.forward import _head_split
+        from officegym.train.trunk import TrunkCache
+
+        split = _head_split(self.model)
+        self.trunk_cache = TrunkCache.build(split[0], budget_mb) if split is not None else None
+        return self.trunk_cache
 
     def autocast(self) -> Any:
         import torch
