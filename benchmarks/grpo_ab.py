@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 COLUMNS = [("generation s", "time/generation_s", 1), ("update s", "time/training_s", 1),
@@ -55,7 +56,7 @@ def run_variant(phase_a: Path, out: Path, steps: int, overrides: list[str], cons
     cmd = [sys.executable, "-m", "officegym.cli", "pipeline", "--config", str(phase_a / "config.yaml"),
            f"out_dir={out}", "stages=[grpo]", "grpo.seed=0", f"grpo.grpo.max_steps={steps}",
            "grpo.validation.every=0", "grpo.validation.at_start=false", *overrides]
-    console.print(f"[bold]{out.name}[/]: {' '.join(cmd[3:])}")
+    console.print(f"[bold]{escape(out.name)}[/]: {escape(' '.join(cmd[3:]))}")
     start = time.perf_counter()
     with open(out / "grpo_ab.log", "w") as log:
         code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
