@@ -5,8 +5,9 @@
 
 RUN is a pipeline folder with world/, tasks/, sft/model and config.yaml (a finished phase A). Each
 variant gets a copy of it under OUT/NAME and runs `officegym pipeline --config RUN/config.yaml
-stages=[grpo]` there, one variant after the other, with the same seed, no validation, the
-overrides after `--` and its own; the same seed samples the same rollouts while the weights agree,
+stages=[grpo]` there from the SFT model (`model=OUT/NAME/sft/model`: without the sft stage in
+`stages` GRPO starts from `model`), one variant after the other, with the same seed, no
+validation, the overrides after `--` and its own; the same seed samples the same rollouts while the weights agree,
 so the steps compare on the same work. A variant already finished in OUT is read, not rerun.
 Prints a table per variant (each step: generation, update, sampled, update and SFT-term tokens, the
 frozen trunk's reused and computed tokens, resident memory) and one of medians and sums.
@@ -54,7 +55,7 @@ def run_variant(phase_a: Path, out: Path, steps: int, overrides: list[str], cons
     shutil.rmtree(out / "grpo", ignore_errors=True)
     copy_phase_a(phase_a, out)
     cmd = [sys.executable, "-m", "officegym.cli", "pipeline", "--config", str(phase_a / "config.yaml"),
-           f"out_dir={out}", "stages=[grpo]", "grpo.seed=0", f"grpo.grpo.max_steps={steps}",
+           f"out_dir={out}", "stages=[grpo]", f"model={out / 'sft' / 'model'}", "grpo.seed=0", f"grpo.grpo.max_steps={steps}",
            "grpo.validation.every=0", "grpo.validation.at_start=false", *overrides]
     console.print(f"[bold]{escape(out.name)}[/]: {escape(' '.join(cmd[3:]))}")
     start = time.perf_counter()
