@@ -83,22 +83,32 @@ def _view(decoder: Any, layers: list[Any], final_norm: bool) -> Any:
     return view
 
 
+_SLOT: Any = None
+
+
 def _placeholder_layer(length: int) -> Any:
     """A trunk layer's slot in the top's cache: it holds nothing and reports the prefix's length
     (the causal mask is sized from the cache's first layer)."""
-    from transformers.cache_utils import DynamicLayer
+    global _SLOT
+    if _SLOT is None:
+        from transformers.cache_utils import DynamicLayer
 
-    class _Slot(DynamicLayer):
-        def get_seq_length(self) -> int:
-            return length
+        class Slot(DynamicLayer):
+            length = 0
 
-        def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-            return length + query_length, 0
+            def get_seq_length(self) -> int:
+                return self.length
 
-        def update(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("a trunk layer ran in the top's cache")
+            def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+                return self.length + query_length, 0
 
-    return _Slot()
+            def update(self, *args: Any, **kwargs: Any) -> Any:
+                raise RuntimeError("a trunk layer ran in the top's cache")
+
+        _SLOT = Slot
+    slot = _SLOT()
+    slot.length = length
+    return slot
 
 
 class TrunkCache:
