@@ -213,10 +213,10 @@ def test_grouped_stream_gives_batches_of_one_group_and_resumes():
 
 def test_log_probs_equal_the_model_logits_and_need_no_vocabulary_wide_prompt_logits(tiny_model_dir):
     """The head applied to masked positions only gives the log-softmax of the model's own logits."""
-    from officegym.train.forward import _head_split, forward_logprobs
+    from officegym.train.forward import forward_logprobs, head_split
 
     tm = _tm(tiny_model_dir)
-    assert _head_split(tm.model) is not None  # a Llama: the fast path runs
+    assert head_split(tm.model) is not None  # a Llama: the fast path runs
     b = _multi_turn_batch()
     with torch.no_grad():
         lp, _, off = forward_logprobs(tm.model, tm, b, 0.7, share="exact")

@@ -122,7 +122,7 @@ def forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: fl
         raise ValueError("loss_mask[:, 0] is set, but the first token has no prediction")
     b_idx, t_idx = mask.bool().nonzero(as_tuple=True)
     source = t_idx - 1  # the position whose output predicts token t
-    split = _head_split(model)
+    split = head_split(model)
     if shared:
         states, index = _run_shared(model, tm, split, ids, attn, shared, offset, source, b_idx, share == "exact")
     else:
@@ -155,7 +155,7 @@ def forward_logprobs(model: Any, tm: Any, batch: dict[str, Any], temperature: fl
 _PLAIN_HEADS = {"llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "olmo2", "starcoder2", "gemma", "nemotron"}
 
 
-def _head_split(model: Any) -> tuple[Any, Any] | None:
+def head_split(model: Any) -> tuple[Any, Any] | None:
     """(backbone, output layer) when the logits are the output layer applied to the backbone's last
     hidden state, else None."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -80,10 +80,10 @@ class TrainModel:
     def keep_trunk(self, budget_mb: float) -> Any:
         """Keep the frozen trunk's outputs (adapters on the last layers only) within `budget_mb`;
         returns the cache, or None when every layer trains."""
-        from officegym.train.forward import _head_split
+        from officegym.train.forward import head_split
         from officegym.train.trunk import TrunkCache
 
-        split = _head_split(self.model)
+        split = head_split(self.model)
         self.trunk_cache = TrunkCache.build(split[0], budget_mb) if split is not None else None
         return self.trunk_cache
 
