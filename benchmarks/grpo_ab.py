@@ -71,18 +71,15 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
-    common: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, common = argv[:cut], argv[cut + 1:]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--phase-a", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--variant", nargs="+", action="append", required=True, metavar="ITEM",
                     help="a name and its overrides (key=value ...); repeat for each variant")
-    args = ap.parse_args(argv)
+    ap.add_argument("common", nargs="*", metavar="KEY=VALUE", help="after --: overrides every variant gets")
+    args = ap.parse_args()
+    common: list[str] = args.common
     console = Console()
     walls: dict[str, float | None] = {}
     for name, *overrides in args.variant:

@@ -46,7 +46,7 @@ def main() -> None:
     from officegym.train.distributed import Dist
     from officegym.train.forward import forward_logprobs
     from officegym.train.grpo import sft_mix_tasks
-    from officegym.train.ledger import collate
+    from officegym.train.ledger import LedgerRow, collate
     from officegym.train.modeling import load_train_model
     from officegym.train.sft import nll_sum
     from officegym.train.sft_mix import SFTMix
@@ -68,15 +68,8 @@ def main() -> None:
     sft_share = "no_grad" if not cfg.grpo.sft_mix.prompt_grad else share
     console = Console()
 
-    class Row:  # what ledger.collate reads
-        def __init__(self, ids: list[int], mask: list[float]):
-            self.input_ids = torch.tensor(ids)
-            self.loss_mask = torch.tensor(mask)
-            self.sampler_logprobs = torch.zeros(len(ids))
-            self.turn_of_token = torch.zeros(len(ids), dtype=torch.long)
-
-        def __len__(self) -> int:
-            return len(self.input_ids)
+    def row(ids: list[int], mask: list[int]) -> LedgerRow:
+        return LedgerRow(torch.tensor(ids), torch.tensor(mask), torch.zeros(len(ids)), torch.zeros(len(ids), dtype=torch.long))
 
     def group_batch(step: int) -> dict:
         # a training task's first prompt: a ground-truth conversation up to its first trained token
@@ -86,7 +79,7 @@ def main() -> None:
         rows = []
         for _ in range(args.rows):
             n = rng.randint(*args.row_tokens)
-            rows.append(Row(prompt + [rng.randrange(100, vocab) for _ in range(n)], [0.0] * len(prompt) + [1.0] * n))
+            rows.append(row(prompt + [rng.randrange(100, vocab) for _ in range(n)], [0] * len(prompt) + [1] * n))
         batch = collate(rows, pad)
         batch["advantages"] = torch.tensor([rng.choice([-1.0, 1.0]) for _ in rows])
         return batch

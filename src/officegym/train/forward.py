@@ -33,8 +33,12 @@ MIN_SHARED = 16  # below this the extra forward call costs more than it saves
 SPLIT_LOSS = 128  # start a new micro-batch rather than shorten the shared prefix by more than this
 
 
-def _lcp(a: Any, b: Any) -> int:
+def lcp(a: Any, b: Any) -> int:
+    """The length of the longest common prefix of two token sequences (lists or 1-D tensors)."""
     n = min(len(a), len(b))
+    if hasattr(a, "ne") and hasattr(b, "ne"):  # tensors: one comparison, not n
+        differs = a[:n].ne(b[:n]).nonzero()
+        return int(differs[0]) if differs.numel() else n
     k = 0
     while k < n and a[k] == b[k]:
         k += 1
@@ -54,7 +58,7 @@ def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int |
     for i in order:
         chunk = out[-1] if out else None
         if chunk is not None and len(chunk) < max_rows:
-            common = _lcp(seqs[chunk[0]], seqs[i])
+            common = lcp(seqs[chunk[0]], seqs[i])
             if len(chunk) == 1:
                 fits = 2 * common >= min(len(seqs[chunk[0]]), len(seqs[i]))
                 new_shared = common
@@ -193,13 +197,12 @@ def _run_shared(model: Any, tm: Any, split: Any, ids: Any, attn: Any, shared: in
     rows, length = ids.shape
     pre_from = min(offset, shared - 1)  # prefix outputs needed from here (trained tokens inside it)
     trunk = getattr(tm, "trunk_cache", None)
-    if trunk is not None and trunk.enabled and split is not None and split[0] is trunk.decoder:
-        if not trunk.checked:
-            _check_trunk(trunk, model, tm, split, ids, attn, shared, pre_from)
-        if trunk.enabled:
-            pre, rest = trunk.run_shared(tm, ids, attn, shared, pre_from, grad)
-        else:
-            pre, rest = _prefix_then_rest(model, tm, split, ids, attn, shared, pre_from, grad)
+    if trunk is not None and not (trunk.enabled and split is not None and split[0] is trunk.decoder):
+        trunk = None
+    if trunk is not None and not trunk.checked:
+        _check_trunk(trunk, model, tm, split, ids, attn, shared, pre_from)
+    if trunk is not None and trunk.enabled:
+        pre, rest = trunk.run_shared(tm, ids, attn, shared, pre_from, grad)
     else:
         pre, rest = _prefix_then_rest(model, tm, split, ids, attn, shared, pre_from, grad)
     import torch
@@ -253,10 +256,4 @@ def _check_trunk(trunk: Any, model: Any, tm: Any, split: Any, ids: Any, attn: An
         except Exception as exc:  # an unusual decoder: the plain forward still works
             same, why = False, f"{type(exc).__name__}: {exc}"
     if not same:
-        import logging
-
-        trunk.enabled = False
-        trunk.entries.clear()
-        trunk.bytes = 0
-        logging.getLogger(__name__).warning("the frozen trunk's cache is off for this run (%s); training goes on "
-                                            "without it", why)
+        trunk.disable(why)

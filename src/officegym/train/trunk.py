@@ -25,6 +25,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from officegym.train.forward import lcp
+
 log = logging.getLogger(__name__)
 
 MIN_REUSE = 16  # a kept prefix shorter than this is not worth the extra call
@@ -44,12 +46,6 @@ class _Entry:
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in [self.ids, self.hidden, *self.keys, *self.values])
-
-
-def _lcp(a: Any, b: Any) -> int:
-    n = min(len(a), len(b))
-    differs = (a[:n] != b[:n]).nonzero()
-    return int(differs[0]) if differs.numel() else n
 
 
 def frozen_trunk_layers(decoder: Any) -> int:
@@ -136,6 +132,13 @@ class TrunkCache:
             return None
         return cls(decoder, n, int(budget_mb * 2**20))
 
+    def disable(self, why: str) -> None:
+        """Off for the rest of the run (the plain forward serves), what was kept freed."""
+        self.enabled = False
+        self.entries.clear()
+        self.bytes = 0
+        log.warning("the frozen trunk's cache is off for this run (%s); training goes on without it", why)
+
     def take_counts(self) -> dict[str, float]:
         """Tokens reused and computed since the last call (a step's metrics)."""
         out = {"train/trunk_reused_tokens": float(self.reused_tokens), "train/trunk_computed_tokens": float(self.computed_tokens),
@@ -158,18 +161,18 @@ class TrunkCache:
         import torch
         from transformers import DynamicCache
 
-        best, lcp = None, 0
+        best, longest = None, 0
         for key, entry in self.entries.items():
-            common = _lcp(entry.ids, ids)
-            if common > lcp:
-                best, lcp = key, common
+            common = lcp(entry.ids, ids)
+            if common > longest:
+                best, longest = key, common
         n = len(ids)
-        if best is not None and lcp == n:
+        if best is not None and longest == n:
             entry = self.entries[best]
             self.entries.move_to_end(best)
             self.reused_tokens += n
             return _Entry(ids, entry.hidden[:n], [k[:, :, :n] for k in entry.keys], [v[:, :, :n] for v in entry.values])
-        start = lcp if best is not None and lcp >= MIN_REUSE else 0
+        start = longest if best is not None and longest >= MIN_REUSE else 0
         if start:
             kept = self.entries[best]
             self.entries.move_to_end(best)
@@ -190,7 +193,7 @@ class TrunkCache:
 
     def _keep(self, entry: _Entry) -> None:
         # a kept prefix of the new one is redundant: the new one serves it
-        for key in [k for k, e in self.entries.items() if len(e.ids) <= len(entry.ids) and _lcp(e.ids, entry.ids) == len(e.ids)]:
+        for key in [k for k, e in self.entries.items() if len(e.ids) <= len(entry.ids) and lcp(e.ids, entry.ids) == len(e.ids)]:
             self.bytes -= self.entries.pop(key).nbytes
         size = entry.nbytes
         if size > self.budget:
