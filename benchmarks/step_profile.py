@@ -73,6 +73,7 @@ def main() -> None:
         stream = GroupedStream(train, groups, s.batch_size, cfg.seed, cfg.data.shuffle)
     else:
         stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
+    torch.set_num_threads(args.threads)  # loading the model sets the run's own count (model.threads)
     share, pad = sft_share(s), int(renderer.pad_id)
     counts: dict[str, int] = defaultdict(int)
 
@@ -103,7 +104,7 @@ def main() -> None:
     for event in prof.key_averages():
         by_kind[kind_of(event.key)] += event.self_cpu_time_total / 1e6 / args.steps
     total = sum(by_kind.values())
-    table = Table(title=f"An SFT step's operators by kind ({args.steps} steps, {args.threads} threads, "
+    table = Table(title=f"An SFT step's operators by kind ({args.steps} steps, {torch.get_num_threads()} threads, "
                         f"{wall:.1f} s a step under the profiler)")
     for col in ("kind", "seconds a step", "share"):
         table.add_column(col, justify="left" if col == "kind" else "right")
