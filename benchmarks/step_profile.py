@@ -62,7 +62,6 @@ def main() -> None:
     from officegym.train.modeling import load_train_model, token_renderer
     from officegym.train.sft import build_examples, conversation_batches, nll_sum, sft_share
 
-    torch.set_num_threads(args.threads)
     cfg = load_config(SFTRunConfig, args.config, args.overrides)
     s = cfg.sft
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
@@ -87,6 +86,7 @@ def main() -> None:
                 counts["shared prompt"] += shared
                 counts["rest"] += int(b["attention_mask"][:, shared:].sum())
                 counts["rows"] += rows
+                counts["micro-batches"] += 1
             nll, _ = nll_sum(tm, b, share)
             (nll / max(1, trained)).backward()
         if count:
@@ -113,14 +113,15 @@ def main() -> None:
     console = Console()
     console.print(table)
     n = args.steps
-    console.print(f"a step: {counts['rows'] / n:.0f} conversations, shared prompt {counts['shared prompt'] / n:.0f} tokens "
-                  f"(once per micro-batch), rows' rest {counts['rest'] / n:.0f} tokens, "
+    batches = max(1, counts["micro-batches"])
+    prompt = round(counts["shared prompt"] / batches)
+    console.print(f"a step: {counts['rows'] / n:.0f} conversations in {batches / n:.1f} micro-batches, a shared prompt of "
+                  f"{prompt} tokens each (forwarded once), rows' rest {counts['rest'] / n:.0f} tokens, "
                   f"trained {counts['trained'] / n:.0f}")
     if args.kernels:
         config = getattr(tm.model, "config", None) or tm.model.get_base_model().config
         tokens = round(counts["rest"] / max(1, counts["rows"]))
-        kernels(console, config, rows=round(counts["rows"] / n), rest=tokens,
-                prompt=round(counts["shared prompt"] / max(1, n)))
+        kernels(console, config, rows=round(counts["rows"] / batches), rest=tokens, prompt=prompt)
 
 
 def _best(fn: Any, reps: int = 3) -> float:
