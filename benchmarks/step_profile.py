@@ -57,21 +57,17 @@ def main() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from officegym.train.config import SFTRunConfig, load_config
-    from officegym.train.data import GroupedStream, TaskStream, make_environment
-    from officegym.train.forward import prefix_micro_batches, shared_prefix_length
+    from officegym.train.data import make_environment
+    from officegym.train.forward import shared_prefix_length
     from officegym.train.modeling import load_train_model, token_renderer
-    from officegym.train.sft import build_examples, conversation_batches, nll_sum, sft_share
+    from officegym.train.sft import build_examples, conversation_batches, nll_sum, sft_share, sft_stream
 
     cfg = load_config(SFTRunConfig, args.config, args.overrides)
     s = cfg.sft
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
     renderer = token_renderer(tm, cfg)
     train, _, _, _ = build_examples(cfg, renderer, make_environment(cfg.data), None)
-    if s.batch_by_prefix:
-        groups = prefix_micro_batches([e.input_ids for e in train], len(train))
-        stream = GroupedStream(train, groups, s.batch_size, cfg.seed, cfg.data.shuffle)
-    else:
-        stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
+    stream = sft_stream(train, cfg)
     torch.set_num_threads(args.threads)  # loading the model sets the run's own count (model.threads)
     share, pad = sft_share(s), int(renderer.pad_id)
     counts: dict[str, int] = defaultdict(int)

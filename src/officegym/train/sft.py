@@ -159,6 +159,17 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
     return total / max(1, tokens)
 
 
+def sft_stream(train: list[Example], cfg: SFTRunConfig) -> TaskStream:
+    """The conversations in the order SFT draws them: each step's from one tool set with
+    `sft.batch_by_prefix`, else shuffled."""
+    if cfg.sft.batch_by_prefix:
+        from officegym.train.forward import prefix_micro_batches
+
+        groups = prefix_micro_batches([e.input_ids for e in train], len(train))
+        return GroupedStream(train, groups, cfg.sft.batch_size, cfg.seed, cfg.data.shuffle)
+    return TaskStream(train, cfg.seed, cfg.data.shuffle)
+
+
 def train_sft(cfg: SFTRunConfig, console: Any = None, step_hook: Callable[[int, dict[str, Any]], None] | None = None) -> TrainResult:
 
     run_dir = Path(cfg.out_dir)
@@ -183,13 +194,7 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
     optimizer = make_optimizer(params, cfg.optim)
     scheduler = make_scheduler(optimizer, cfg.optim, total)
     manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
-    if s.batch_by_prefix:
-        from officegym.train.forward import prefix_micro_batches
-
-        groups = prefix_micro_batches([e.input_ids for e in train], len(train))
-        stream: TaskStream = GroupedStream(train, groups, s.batch_size, cfg.seed, cfg.data.shuffle)
-    else:
-        stream = TaskStream(train, cfg.seed, cfg.data.shuffle)
+    stream = sft_stream(train, cfg)
     start_step = 0
     info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
     if info is not None:
