@@ -43,6 +43,7 @@ def test_quickstart_rl_is_the_quickstart_with_the_measured_overrides():
         "tasks.demonstrated=[email.send_to_address,calendar.create_with_person,project_management.create_task,"
         "customer_relationship_manager.add_customer,analytics.plot_between]",
         "bfcl=null", "grpo.data.templates=[email.send_to_person]", "grpo.grpo.num_generations_per_prompt=8",
-        "grpo.grpo.num_prompts_per_step=1", "grpo.rollout.temperature=0.7", "out_dir=runs/quickstart_rl"])
+        "grpo.grpo.num_prompts_per_step=1", "grpo.rollout.temperature=0.7", "out_dir=runs/quickstart_rl",
+        "sft.sft.max_steps=24", "sft.optim.lr=1.0e-3", "sft.optim.min_lr=1.0e-4"])
     assert load_pipeline_config(str(ROOT / "configs" / "quickstart_rl.yaml"), []) == measured
     assert measured.tasks.templates and "email.send_to_person" not in measured.tasks.demonstrated
