@@ -2,7 +2,7 @@
 
     python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 [--parallel | --jobs N] [-- OVERRIDES...]
     python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --control [--jobs 2] [-- OVERRIDES...]
-    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --report
+    python benchmarks/quickstart_seeds.py --out runs/seeds --seeds 0 1 2 --report [--plot curves.png]
 
 Phase A runs `officegym pipeline --config CONFIG` up to eval_sft once, in OUT/seed<first>; its
 folder is copied to the other runs' folders, and phase B runs the rest of the pipeline (GRPO,
@@ -20,6 +20,7 @@ Then, or with --report alone, it prints per seed: the held-out accuracy after SF
 with 95% Wilson intervals, tasks gained and lost, the exact McNemar p, the checkpoint evaluated,
 the validation curve and the stage times (each folder's timings.json); and per template, the
 tasks solved after SFT and after each seed's GRPO, with those gained and lost: where the gain is.
+--plot FILE draws every seed's validation curve and its control's in one PNG (matplotlib).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from officegym.core.files import read_jsonl_text
+from officegym.core.files import atomic_write, read_jsonl_text
 from officegym.eval.stats import paired_outcomes, task_outcomes, wilson_interval
 
 PHASE_A = "stages=[world,tasks,eval_base,sft,eval_sft]"
@@ -200,6 +201,43 @@ def by_template(out: Path, seeds: list[int]) -> None:
         print(f"| {name} | {len(ids)} | {sum(sft[k] >= 1.0 for k in ids)} | " + " | ".join(cells) + " |")
 
 
+def plot_curves(out: Path, seeds: list[int], path: Path) -> Path | None:
+    """Each seed's GRPO validation accuracy (solid) and its control's (dashed, same colour) by step,
+    written to `path` as a PNG; None when no run has a validation curve."""
+    import io
+
+    from officegym.eval.plots import available
+    from officegym.pipeline.report import validation_series
+
+    runs = [(f"seed {s}", _folder(out, s), s, "-") for s in seeds]
+    runs += [(f"control {s}", _folder(out, _control(s)), s, "--") for s in seeds]
+    curves = [(name, validation_series(run), s, style) for name, run, s, style in runs]
+    curves = [c for c in curves if c[1]]
+    if not curves or not available():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for name, series, seed, style in curves:
+        ax.plot([p[0] for p in series], [100 * p[1] for p in series], style, marker="o", markersize=3,
+                color=colours[seeds.index(seed) % len(colours)], label=name)
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("validation accuracy (%)")
+    ax.set_ylim(-3, 103)
+    ax.set_title("GRPO (solid) vs the same stage without the policy gradient (dashed)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return atomic_write(path, buf.getvalue())
+
+
 def main() -> None:
     argv = sys.argv[1:]
     extra: list[str] = []
@@ -214,6 +252,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="run at most this many GRPO stages at once")
     ap.add_argument("--deadline", type=float, default=None, help="seconds from now; then SIGINT")
     ap.add_argument("--report", action="store_true", help="only print the table of existing runs")
+    ap.add_argument("--plot", type=Path, default=None, help="also draw the validation curves into this PNG")
     ap.add_argument("--control", action="store_true", help="also run each seed's GRPO stage without the policy "
                     f"gradient ({NO_GRADIENT}) in OUT/{CONTROL}N, and pair the seed with it")
     args = ap.parse_args(argv)
@@ -239,6 +278,9 @@ def main() -> None:
         _run(jobs, deadline, 0 if args.parallel else max(1, args.jobs))
         print(f"phase B done at {time.monotonic() - start:.0f} s", flush=True)
     report(args.out, args.seeds)
+    if args.plot is not None:
+        drawn = plot_curves(args.out, args.seeds, args.plot)
+        print(f"\nvalidation curves: {drawn}" if drawn else "\nno validation curves to draw (or no matplotlib)")
 
 
 if __name__ == "__main__":

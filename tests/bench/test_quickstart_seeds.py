@@ -121,3 +121,19 @@ def test_a_control_ships_its_last_step_and_an_unpaired_step_is_flagged(tmp_path,
     pairs = capsys.readouterr().out.split("against each seed's control")[1]
     assert "| NOT PAIRED: the last step / the control's step 10 |" in pairs.splitlines()[4]
     assert pairs.splitlines()[5].endswith("| both the last step |")
+
+
+def test_the_plot_draws_seeds_and_controls_and_skips_runs_without_a_curve(tmp_path, benchmark_script):
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    for name, acc in (("seed0", [0.0, 0.5, 0.75]), ("control0", [0.0, 0.25, 0.25])):
+        (tmp_path / name / "grpo").mkdir(parents=True)
+        (tmp_path / name / "grpo" / "metrics.jsonl").write_text("".join(
+            json.dumps({"step": 5 * i, "val/accuracy": a, "val/rollouts": 4}) + "\n" for i, a in enumerate(acc)))
+    script = benchmark_script("quickstart_seeds")
+    png = tmp_path / "curves.png"
+    assert script.plot_curves(tmp_path, [0, 1], png) == png  # seed 1 has no folder: left out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob(".*tmp*"))
+    assert script.plot_curves(tmp_path / "none", [0], tmp_path / "no.png") is None
+    assert not (tmp_path / "no.png").exists()
