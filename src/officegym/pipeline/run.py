@@ -140,9 +140,6 @@ class Pipeline:
     def run(self, hook: Callable[[str], None] | None = None) -> list[str]:
         self.check_setup()
         self._check_same_environment()
-        self.out.mkdir(parents=True, exist_ok=True)
-        save_config(self.cfg, self.out / "config.yaml")
-        self._check_load()
         baselines = self.baseline_specs()
         steps: dict[str, tuple[Callable[[], None], list[Path]]] = {
             "world": (self._world, [self.world_dir / "processed" / "emails.csv"]),
@@ -157,6 +154,11 @@ class Pipeline:
             "review": (self._review, [self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"]),
             "report": (self._report, [self.out / "report.md"]),
         }
+        self._check_same_config([stage for stage in STAGES if stage in self.cfg.stages and stage not in ("review", "report")
+                                 and steps[stage][1] and all(p.exists() for p in steps[stage][1])])
+        self.out.mkdir(parents=True, exist_ok=True)
+        save_config(self.cfg, self.out / "config.yaml")
+        self._check_load()
         for stage in STAGES:
             if stage not in self.cfg.stages:
                 continue
@@ -204,6 +206,24 @@ class Pipeline:
         if isinstance(before, str) and registry.canonical_name(before) != self.env_name:
             raise PipelineError(f"{self.out} holds a pipeline run of {before}, not {self.env_name}: choose another "
                                 "out_dir (or remove that folder)")
+
+    def _check_same_config(self, done: list[str]) -> None:
+        """The stages already done here must have run with this config (pipeline/resume.py)."""
+        from officegym.pipeline.resume import describe, stale_stages
+
+        saved_path = self.out / "config.yaml"
+        if not done or not saved_path.is_file():
+            return
+        import yaml
+
+        try:
+            saved = PipelineConfig.model_validate(yaml.safe_load(saved_path.read_text())).model_dump(mode="json")
+        except (OSError, ValueError, yaml.YAMLError):
+            return  # unreadable, or saved by a version with other keys: nothing to compare with
+        now = self.cfg.model_dump(mode="json")
+        stale = stale_stages(saved, now, done)
+        if stale:
+            raise PipelineError(describe(self.out, stale, saved, now))
 
     def _record_not_needed(self, stage: str, why: str) -> None:
         """A stage this environment does not need: said, and kept in stages.json for the report."""
