@@ -635,3 +635,15 @@ def test_chat_round_trip(messages):
     items = chat_messages_to_responses_items(messages)
     assert responses_items_to_chat_messages(items) == messages
     assert chat_messages_to_responses_items(responses_items_to_chat_messages(items)) == items
+
+
+@pytest.mark.parametrize("arguments", [{"<tool_call>": None}, {"body": "see </tool_call> and <tool_call> here"},
+                                       {"a": ["</tool_call>", {"<tool_call>": "<|im_end"}]}])
+def test_tags_inside_a_calls_json_strings_belong_to_it(arguments):
+    """A call whose JSON holds the block's own tags in its strings (hypothesis found {"<tool_call>": null})."""
+    message = {"role": "assistant", "content": "ok", "tool_calls": [_tc("call_0", "a", arguments), _tc("call_1", "b", {})]}
+    text = assistant_text(message)
+    parsed = parse_text_tool_calls(text)
+    assert parsed.invalid == [] and parsed.repairs == [] and parsed.content == "ok"
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("a", arguments), ("b", {})]
+    assert assistant_text(assistant_message(parsed.content, parsed.calls)) == text

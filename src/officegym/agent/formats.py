@@ -380,12 +380,20 @@ def _split_blocks(text: str) -> tuple[list[str], list[tuple[str, bool]], list[st
     inside = False
     pos = 0
     last_close = -1
+    skip_to = 0
     for m in _TAG.finditer(text):
+        if m.start() < skip_to:
+            continue  # a tag inside the JSON value of the block just read
         between = text[pos : m.start()]
         closing = m.group(1) == "/"
         if not inside:
             if not closing:
                 outside.append(between)
+                whole = _json_block(text, m.end())
+                if whole is not None:  # one JSON value, then the closing tag: tags in its strings are its own
+                    bodies.append((text[m.end() : whole[0]], True))
+                    pos = last_close = skip_to = whole[1]
+                    continue
                 inside = True
             elif last_close == pos and not between.strip():
                 pass  # a doubled closing tag, as in nested <tool_call><tool_call>...</tool_call></tool_call>
@@ -410,6 +418,23 @@ def _split_blocks(text: str) -> tuple[list[str], list[tuple[str, bool]], list[st
             tail = trimmed
         outside.append(tail)
     return outside, bodies, stray
+
+
+_CLOSE_AFTER_VALUE = re.compile(r"\s*</tool_call>")
+
+
+def _json_block(text: str, start: int) -> tuple[int, int] | None:
+    """(end of the value, end of its closing tag) when `text` from `start` is whitespace, one JSON
+    value and `</tool_call>`; None otherwise (the tag-by-tag reading then applies)."""
+    i = start
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    try:
+        _value, end = _DECODER.raw_decode(text, i)
+    except (ValueError, RecursionError):
+        return None
+    close = _CLOSE_AFTER_VALUE.match(text, end)
+    return (end, close.end()) if close else None
 
 
 def _scan_string(text: str, start: int) -> int:
