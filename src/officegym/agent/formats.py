@@ -429,12 +429,28 @@ def _json_block(text: str, start: int) -> tuple[int, int] | None:
     i = start
     while i < len(text) and text[i] in " \t\r\n":
         i += 1
+    if text[i : i + 1] not in ("{", "["):
+        return None
+    # the value ends before the first `<` outside its strings: decode that slice only, so a text of
+    # many broken blocks costs each one its own length, not the text's (a JSON error scans back)
+    j = i
+    while j < len(text) and text[j] != "<":
+        if text[j] == '"':
+            j = _scan_string(text, j)
+            if j < 0:
+                return None
+        else:
+            j += 1
+    close = _CLOSE_AFTER_VALUE.match(text, j)
+    if close is None:
+        return None
     try:
-        _value, end = _DECODER.raw_decode(text, i)
+        _value, end = _DECODER.raw_decode(text[i:j])
     except (ValueError, RecursionError):
         return None
-    close = _CLOSE_AFTER_VALUE.match(text, end)
-    return (end, close.end()) if close else None
+    if text[i + end : j].strip(" \t\r\n"):
+        return None
+    return i + end, close.end()
 
 
 def _scan_string(text: str, start: int) -> int:
@@ -549,7 +565,9 @@ def _decode_all(text: str) -> tuple[list[Any], list[str]]:
             return values, [*fixes, "extra closing braces"]
         try:
             value, i = _DECODER.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except _BadCall:
+            raise
+        except (ValueError, RecursionError) as exc:  # ValueError: also an integer past Python's digit limit
             if values:
                 raise _BadCall(f"unexpected text after the JSON object: {_short(text[i:], 40)!r}") from exc
             raise _BadCall(f"invalid JSON ({exc})") from exc
