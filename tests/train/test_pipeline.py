@@ -304,6 +304,6 @@ def test_eval_base_sees_the_prompts_training_will_give_the_base_model(tmp_path, 
     Pipeline(_cfg(out, tiny_model_dir, "stages=[world, tasks, eval_base]", "eval.max_tasks=1",
                   "sft.model.chat_template=officegym-signatures")).run()
     assert seen == ["officegym-signatures"]
-    assert Pipeline(_cfg(tmp_path / "plain", tiny_model_dir))._base_template() is None
+    assert Pipeline(_cfg(tmp_path / "plain", tiny_model_dir)).base_template() is None
     grpo_only = _cfg(tmp_path / "g", tiny_model_dir, "stages=[world, tasks, grpo]", "grpo.model.chat_template=officegym")
-    assert Pipeline(grpo_only)._base_template() == "officegym"
+    assert Pipeline(grpo_only).base_template() == "officegym"

@@ -1,78 +1,111 @@
-"""A run folder resumed with another config: the stages done there are refused, not reported as the new config's."""
+"""A run folder resumed with other settings: the stages done there are refused, not reported as the new config's."""
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
-import yaml
 
 from officegym.pipeline import Pipeline, PipelineConfig, load_pipeline_config
 from officegym.pipeline.config import PipelineError
-from officegym.pipeline.resume import depends_on, stale_stages
+from officegym.pipeline.resume import RECORD, stage_inputs, stale
 from officegym.train.config import build_config
 
-DONE = ["world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo"]
+
+def _p(*overrides: str) -> Pipeline:
+    return Pipeline(load_pipeline_config(None, ["out_dir=runs/x", *overrides]))
 
 
-def _dump(*overrides: str) -> dict:
-    return load_pipeline_config(None, ["out_dir=runs/x", *overrides]).model_dump(mode="json")
+def test_a_stage_records_its_own_settings_and_those_it_builds_on():
+    p = _p()
+    world, tasks, sft = (stage_inputs(p, s) for s in ("world", "tasks", "sft"))
+    assert set(world) < set(tasks) < set(sft) and "grpo.seed" not in sft and "eval.max_tasks" not in sft
+    grpo = stage_inputs(p, "grpo")
+    assert set(sft) < set(grpo) and grpo["eval.max_steps"] == p.cfg.eval.max_steps  # validation's limits
+    assert "tasks.demonstrated" not in tasks and "tasks.demonstrated" in sft
+    assert stage_inputs(_p("eval.base_max_tasks=5"), "eval_base")["eval.max_tasks"] == 5
+    assert stage_inputs(_p("eval.base_max_tasks=5"), "eval_sft") == stage_inputs(p, "eval_sft")
 
 
-def test_a_stage_depends_on_its_own_sections_and_its_inputs():
-    assert depends_on("world") == ("env", "world")
-    assert set(depends_on("eval_grpo")) == {"eval", "bfcl", "model", "grpo", "sft", "sft_data", "tasks", "env", "world"}
-    assert "grpo" not in depends_on("eval_sft") and "eval" not in depends_on("grpo")
+def test_how_a_stage_runs_and_what_the_pipeline_fills_in_are_not_recorded():
+    how = _p("eval.backend=vllm", "eval.threads=1", "eval.batch_size=3", "grpo.model.device=cpu",
+             "grpo.grpo.micro_batch_tokens=1536", "sft.model.threads=1", "grpo.vllm.max_model_len=4096",
+             "grpo.logging.tensorboard=false", "grpo.grpo.share_prefix=false", "grpo.validation.overlap=false",
+             "grpo.model.name=elsewhere", "grpo.data.tasks=x.jsonl", "sft.checkpoint.resume=false")
+    p = _p()
+    for stage in ("world", "tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo"):
+        assert stage_inputs(how, stage) == stage_inputs(p, stage), stage
+    assert stage_inputs(_p("grpo.seed=0"), "grpo") == stage_inputs(p, "grpo")  # a default written out
+    assert stage_inputs(_p("grpo.optim.lr=0.1"), "grpo") != stage_inputs(p, "grpo")
+    assert stage_inputs(_p("bfcl={stages: [eval_grpo]}"), "eval_sft") == stage_inputs(p, "eval_sft")
+    assert stage_inputs(_p("bfcl={stages: [eval_grpo]}"), "eval_grpo") != stage_inputs(p, "eval_grpo")
 
 
-def test_only_the_stages_a_change_reaches_are_stale():
-    saved = _dump()
-    assert stale_stages(saved, _dump(), DONE) == []
-    assert stale_stages(saved, _dump("grpo.seed=1"), DONE) == [("grpo", ["grpo.seed"]), ("eval_grpo", ["grpo.seed"])]
-    tasks = stale_stages(saved, _dump("tasks.n=7"), DONE)
-    assert [s for s, _ in tasks] == DONE[1:] and all(keys == ["tasks.n"] for _, keys in tasks)
-    # a default written out is no change; only the stages already done are looked at
-    assert stale_stages(saved, _dump("grpo.grpo.max_steps=30"), ["world", "tasks"]) == []
-    assert stale_stages(_dump("sft.seed=0"), _dump(), DONE) == []
+def test_where_grpo_starts_is_part_of_what_it_ran_with():
+    assert stage_inputs(_p("stages=[world, tasks, grpo]"), "grpo") != stage_inputs(_p(), "grpo")
 
 
-def test_how_a_stage_runs_is_not_a_change():
-    how = _dump("eval.backend=vllm", "eval.threads=1", "eval.batch_size=3", "grpo.model.device=cpu",
-                "grpo.grpo.micro_batch_tokens=1536", "sft.model.threads=1", "grpo.vllm.max_model_len=4096",
-                "grpo.logging.tensorboard=false", "out_dir=elsewhere", "stages=[world, tasks]")
-    assert stale_stages(_dump(), how, DONE) == []
-    assert stale_stages(_dump(), _dump("grpo.grpo.micro_batch_size=3", "grpo.optim.lr=0.1"), ["grpo"]) == [
-        ("grpo", ["grpo.optim.lr"])]
-
-
-def test_a_section_another_version_saved_is_not_compared():
-    saved = _dump()
-    saved["grpo"] = {"no_such_section": {"x": 1}}
-    assert stale_stages(saved, _dump(), ["grpo"]) == []
-
-
-def _tasks_cfg(out, *extra):
+def _cfg(out, *extra):
     data = {"out_dir": str(out), "stages": ["world", "tasks"], "world": {"seed": 3, "size": "small"},
             "tasks": {"n": 40, "seed": 0, "templates": ["email.send_to_address", "email.send_to_person"]}}
     return build_config(PipelineConfig, data, list(extra))
 
 
-def test_resuming_with_another_recipe_is_refused_and_the_folder_kept(tmp_path):
+def test_resuming_with_other_settings_is_refused_and_the_folder_kept(tmp_path):
     out = tmp_path / "run"
-    assert Pipeline(_tasks_cfg(out)).run() == ["world", "tasks"]
+    assert Pipeline(_cfg(out)).run() == ["world", "tasks"]
+    assert json.loads((out / "tasks" / RECORD).read_text())["tasks.n"] == 40
     saved = (out / "config.yaml").read_text()
     with pytest.raises(PipelineError) as err:
-        Pipeline(_tasks_cfg(out, "tasks.n=30")).run()
+        Pipeline(_cfg(out, "tasks.n=30")).run()
     message = str(err.value)
-    assert "holds stages run with another config" in message and "tasks.n: 40 -> 30" in message
+    assert "holds stages run with other settings" in message and "tasks.n: 40 -> 30" in message
     assert "world:" not in message and "another out_dir" in message
-    assert (out / "config.yaml").read_text() == saved  # the folder still says what its stages ran with
-    # the same recipe, run another way, resumes; a later stage's settings do not reach done stages
-    again = Pipeline(_tasks_cfg(out, "eval.backend=vllm", "grpo.optim.lr=0.5"))
+    assert (out / "config.yaml").read_text() == saved  # nothing written before the refusal
+    # the same settings, run another way, resume; later stages' settings do not reach done ones
+    again = Pipeline(_cfg(out, "eval.backend=vllm", "grpo.optim.lr=0.5", "sft.optim.lr=0.5"))
     assert again.run() == [] and again.skipped == ["world", "tasks"]
-    assert yaml.safe_load((out / "config.yaml").read_text())["grpo"]["optim"]["lr"] == 0.5
 
 
-def test_a_folder_without_a_readable_config_resumes_as_before(tmp_path):
+def test_a_run_of_fewer_stages_does_not_rewrite_what_the_others_ran_with(tmp_path):
+    """The record lives with each stage: a run of the world stage alone under tasks.n=30 leaves the
+    tasks stage's record as it was (in the config file of the run folder it would not)."""
     out = tmp_path / "run"
-    Pipeline(_tasks_cfg(out)).run()
-    (out / "config.yaml").write_text("tasks: [not, a, mapping]\n")
-    assert Pipeline(_tasks_cfg(out, "tasks.n=30")).run() == []
+    Pipeline(_cfg(out)).run()
+    assert Pipeline(_cfg(out, "stages=[world]", "tasks.n=30")).run() == []
+    with pytest.raises(PipelineError, match=r"tasks\.n: 40 -> 30"):
+        Pipeline(_cfg(out, "tasks.n=30")).run()
+    assert Pipeline(_cfg(out)).run() == []
+
+
+def test_a_stage_without_a_record_or_with_a_broken_one_resumes_as_before(tmp_path):
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    (out / "tasks" / RECORD).write_text("[not, json")
+    assert stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"]) == []
+    (out / "tasks" / RECORD).unlink()
+    (out / "config.yaml").write_text("a: [\n")  # unparsable: the environment check passes over it too
+    assert Pipeline(_cfg(out, "tasks.n=30")).run() == []
+
+
+def test_a_copied_stage_carries_its_record(tmp_path):
+    """benchmarks/quickstart_seeds.py copies the shared stages into each seed's folder."""
+    first, second = tmp_path / "seed0", tmp_path / "seed1"
+    Pipeline(_cfg(first)).run()
+    second.mkdir()
+    for stage in ("world", "tasks"):
+        shutil.copytree(first / stage, second / stage)
+    assert Pipeline(_cfg(second, "grpo.seed=1")).run() == []
+    with pytest.raises(PipelineError, match=r"world\.seed: 3 -> 4"):
+        Pipeline(_cfg(second, "world.seed=4")).run()
+
+
+def test_a_world_the_user_named_gets_no_record(tmp_path):
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    named = tmp_path / "their_world"
+    shutil.copytree(out / "world", named)
+    (named / RECORD).unlink()
+    Pipeline(_cfg(tmp_path / "run2", f"world.path={named}")).run()
+    assert not (named / RECORD).exists()

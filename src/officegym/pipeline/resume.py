@@ -1,112 +1,151 @@
-"""Resuming a run folder: the stages already done there must have run with the config asked for now.
+"""Resuming a run folder: a stage already done there must have run with the settings asked for now.
 
-The pipeline skips a stage whose output exists. Were the folder's stages run with another config (an
-older recipe of the same file, a changed override), skipping them would report their results as the
-new config's, so `stale_stages` compares what each done stage depends on in the folder's saved
-config.yaml with the config now resolved. Settings that change how a stage runs but not what it
-computes (device, threads, engine, micro-batches, logging) are not compared.
+The pipeline skips a stage whose output exists. Had the stage run with other settings (an older
+recipe of the same config file, a changed override), skipping it would report its results as the new
+config's. So each stage, when it finishes, records what its output depends on (`stage_inputs`: its
+own settings and those of the stages it builds on, as the pipeline resolved them) in its folder, and
+a rerun compares that record with the settings resolved now (`stale`). Settings that change how a
+stage runs but not what it computes (device, threads, engine, micro-batches, logging) are left out,
+and so are the paths the pipeline fills in itself. A stage done without a record (an older version,
+a folder copied without it) is not compared: nothing says what it ran with.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-# what each stage's output depends on, by its own sections and the stages it builds on
-_OWN = {
-    "world": ("env", "world"),
-    "tasks": ("tasks",),
-    "baselines": ("eval",),
-    "eval_base": ("model", "eval", "bfcl"),
-    "sft": ("model", "sft", "sft_data"),
-    "eval_sft": ("eval", "bfcl"),
-    "grpo": ("model", "grpo"),
-    "eval_grpo": ("eval", "bfcl"),
+from officegym.core.files import atomic_write
+
+RECORD = "pipeline_inputs.json"
+
+# dotted keys (under sft or grpo) that say how training runs, or that the pipeline sets itself
+_TRAIN_IGNORED = ("out_dir", "backend", "logging", "vllm", "model.name", "model.device", "model.threads",
+                  "model.cuda_graphs", "model.gradient_checkpointing", "data.tasks", "data.val_tasks", "data.env",
+                  "data.world", "data.tools", "rollout.backend", "rollout.ray", "rollout.concurrency",
+                  "rollout.batch_size", "checkpoint.resume", "validation.overlap")
+_IGNORED = {
+    "sft": (*_TRAIN_IGNORED, "data.templates", "sft.source", "sft.rollouts", "sft.micro_batch_size",
+            "sft.micro_batch_tokens", "sft.share_prefix"),
+    "grpo": (*_TRAIN_IGNORED, "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.trunk_cache_mb",
+             "grpo.share_prefix", "grpo.merge_duplicates", "grpo.sft_mix.templates"),
 }
-_BUILDS_ON = {
-    "tasks": ("world",),
-    "baselines": ("tasks",),
-    "eval_base": ("tasks",),
-    "sft": ("tasks",),
-    "eval_sft": ("sft",),
-    "grpo": ("sft",),
-    "eval_grpo": ("grpo",),
-}
-# dotted keys (under their section) that say how a stage runs, not what it computes
-_HOW = {
-    # eval.baselines: each baseline has its own folder, so one added is simply not done yet
-    "eval": ("batch_size", "threads", "dtype", "cuda_graphs", "backend", "vllm", "baselines"),
-    "sft": ("out_dir", "backend", "logging", "vllm", "model.device", "model.threads", "model.cuda_graphs",
-            "model.gradient_checkpointing", "sft.micro_batch_size", "sft.micro_batch_tokens", "rollout.backend",
-            "rollout.ray", "rollout.concurrency", "rollout.batch_size"),
-    "grpo": ("out_dir", "backend", "logging", "vllm", "model.device", "model.threads", "model.cuda_graphs",
-             "model.gradient_checkpointing", "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.trunk_cache_mb",
-             "rollout.backend", "rollout.ray", "rollout.concurrency", "rollout.batch_size", "checkpoint.resume"),
-}
+# what an evaluation computes: the tasks it takes and the episodes it plays
+_EVAL_KEYS = ("split", "k", "max_steps", "max_new_tokens", "temperature", "max_tool_output_chars")
 
 
-def depends_on(stage: str) -> tuple[str, ...]:
-    """The config's top-level sections a stage's output depends on (its own and its inputs')."""
-    keys = list(_OWN.get(stage, ()))
-    for before in _BUILDS_ON.get(stage, ()):
-        keys += [k for k in depends_on(before) if k not in keys]
-    return tuple(keys)
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
     if isinstance(value, dict) and value:
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out.update(_flat(v, f"{prefix}{k}."))
+            out.update(_flat(v, f"{prefix}.{k}"))
         return out
-    return {prefix.rstrip("."): value}
+    return {prefix: value}
 
 
-def _resolved(section: str, value: Any) -> dict[str, Any] | None:
-    """A section as dotted key -> value with its defaults filled in (None when it does not validate:
-    a config saved by another version cannot be compared)."""
+def _training(section: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The sft or grpo section with its defaults filled in, as dotted keys, less what is ignored."""
     from pydantic import ValidationError
 
-    if section in ("sft", "grpo"):
-        from officegym.train.config import (
-            ConfigError,
-            GRPORunConfig,
-            SFTRunConfig,
-            build_config,
-            merge_sections,
-        )
+    from officegym.train.config import ConfigError, GRPORunConfig, SFTRunConfig, build_config, merge_sections
 
-        if not isinstance(value, dict):
-            return None
-        try:
-            cls = SFTRunConfig if section == "sft" else GRPORunConfig
-            value = build_config(cls, merge_sections(value, {"out_dir": "-"})).model_dump(mode="json")
-        except (ConfigError, ValidationError, ValueError, TypeError):
-            return None
-    flat = _flat(value)
-    how = _HOW.get(section, ())
-    return {k: v for k, v in flat.items() if not any(k == h or k.startswith(f"{h}.") for h in how)}
+    try:
+        cls = SFTRunConfig if section == "sft" else GRPORunConfig
+        value = build_config(cls, merge_sections(value, {"out_dir": "-"})).model_dump(mode="json")
+    except (ConfigError, ValidationError, ValueError, TypeError):
+        pass  # the stage itself will say what is wrong; compare the section as written
+    ignored = _IGNORED[section]
+    return {k: v for k, v in _flat(value, section).items()
+            if not any(k == f"{section}.{h}" or k.startswith(f"{section}.{h}.") for h in ignored)}
 
 
-def _changes(saved: dict[str, Any], now: dict[str, Any], section: str) -> list[str] | None:
-    before, after = _resolved(section, saved.get(section)), _resolved(section, now.get(section))
-    if before is None or after is None:
-        return None
-    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    return [f"{section}.{k}" if k else section for k in changed]
+def _evaluation(p: Any, stage: str) -> dict[str, Any]:
+    ev = p.cfg.eval
+    out = {f"eval.{k}": getattr(ev, k) for k in _EVAL_KEYS}
+    out["eval.max_tasks"] = (ev.base_max_tasks or ev.max_tasks) if stage == "eval_base" else ev.max_tasks
+    bfcl = p.cfg.bfcl
+    out["bfcl"] = bfcl.model_dump(mode="json") if bfcl is not None and stage in bfcl.stages else None
+    return out
 
 
-def stale_stages(saved: dict[str, Any], now: dict[str, Any], done: list[str]) -> list[tuple[str, list[str]]]:
-    """(stage, the dotted keys that differ) for each done stage whose inputs differ between the
-    folder's saved config and the one resolved now; both are full dumps of PipelineConfig."""
-    stale = []
+def _own(p: Any, stage: str) -> dict[str, Any]:
+    cfg = p.cfg
+    if stage == "world":
+        return {"env": p.env_name, **_flat(cfg.world.model_dump(mode="json"), "world")}
+    if stage == "tasks":
+        tasks = cfg.tasks.model_dump(mode="json")
+        tasks.pop("demonstrated")  # a filter on what SFT and the SFT term imitate, not on the tasks written
+        return _flat(tasks, "tasks")
+    if stage == "eval_base":
+        return {"model": cfg.model, "chat_template": p.base_template(), **_evaluation(p, stage)}
+    if stage in ("eval_sft", "eval_grpo"):
+        return _evaluation(p, stage)
+    demonstrated = {"tasks.demonstrated": cfg.tasks.demonstrated}
+    if stage == "sft":
+        source = p.sft_source()
+        oracle = {"eval.max_tool_output_chars": cfg.eval.max_tool_output_chars} if source == "oracle" else {}
+        return {"model": cfg.model, "sft_data": source, **demonstrated, **oracle, **_training("sft", cfg.sft)}
+    if stage == "grpo":
+        start = "the sft stage's model" if "sft" in cfg.stages else cfg.model
+        # GRPO validates under the evaluation's limits unless its own section sets them (run.py)
+        limits = {"eval.max_steps": cfg.eval.max_steps, "eval.max_new_tokens": cfg.eval.max_new_tokens}
+        return {"start": start, **demonstrated, **limits, **_training("grpo", cfg.grpo)}
+    return {}
+
+
+def _builds_on(p: Any, stage: str) -> tuple[str, ...]:
+    if stage == "grpo":
+        return ("sft",) if "sft" in p.cfg.stages else ("tasks",)
+    return {"tasks": ("world",), "eval_base": ("tasks",), "sft": ("tasks",), "eval_sft": ("sft",),
+            "eval_grpo": ("grpo",)}.get(stage, ())
+
+
+def stage_inputs(p: Any, stage: str) -> dict[str, Any]:
+    """What `stage`'s output depends on under the pipeline `p`'s config: dotted key -> JSON value."""
+    out: dict[str, Any] = {}
+    for before in _builds_on(p, stage):
+        out.update(stage_inputs(p, before))
+    out.update(_own(p, stage))
+    return json.loads(json.dumps(out, default=str))
+
+
+def record_path(p: Any, stage: str) -> Path | None:
+    """Where `stage` records its inputs: its own folder in the run folder (None for a world the user
+    named: the pipeline writes nothing there, and for stages with no single folder)."""
+    if stage == "world":
+        return None if p.cfg.world.path else p.world_dir / RECORD
+    if stage in ("tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo"):
+        return p.out / stage / RECORD
+    return None
+
+
+def record(p: Any, stage: str) -> None:
+    """Write what the stage just finished with into its folder."""
+    path = record_path(p, stage)
+    if path is not None and path.parent.is_dir():
+        atomic_write(path, json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n")
+
+
+def stale(p: Any, done: list[str]) -> list[tuple[str, list[tuple[str, Any, Any]]]]:
+    """(stage, [(key, recorded, now)]) for each done stage whose record differs from now."""
+    out = []
     for stage in done:
-        keys: list[str] = []
-        for section in depends_on(stage):
-            changed = _changes(saved, now, section)
-            keys += changed or []
-        if keys:
-            stale.append((stage, keys))
-    return stale
+        path = record_path(p, stage)
+        if path is None or not path.is_file():
+            continue
+        try:
+            before = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # an unreadable record says nothing
+        if not isinstance(before, dict):
+            continue
+        now = stage_inputs(p, stage)
+        changed = [(k, before.get(k), now.get(k)) for k in sorted(before.keys() | now.keys())
+                   if before.get(k) != now.get(k)]
+        if changed:
+            out.append((stage, changed))
+    return out
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -114,19 +153,14 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe(out: Any, stale: list[tuple[str, list[str]]], saved: dict[str, Any], now: dict[str, Any]) -> str:
-    """The refusal: which stages, which keys (a few, with their values), and what to do."""
-    def value(cfg: dict[str, Any], key: str) -> Any:
-        section, _, rest = key.partition(".")
-        flat = _resolved(section, cfg.get(section)) or {}
-        return flat.get(rest) if rest else cfg.get(section)
-
+def describe(out: Any, found: list[tuple[str, list[tuple[str, Any, Any]]]]) -> str:
+    """The refusal: which stages, which settings (a few, with their values), and what to do."""
     lines = []
-    for stage, keys in stale:
-        shown = ", ".join(f"{k}: {_short(value(saved, k))} -> {_short(value(now, k))}" for k in keys[:3])
-        more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    for stage, changed in found:
+        shown = ", ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, a, b in changed[:3])
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
         lines.append(f"  {stage}: {shown}{more}")
-    return (f"{out} holds stages run with another config; resuming would report their results as this one's:\n"
+    return (f"{out} holds stages run with other settings; resuming would report their results as this config's:\n"
             + "\n".join(lines)
             + f"\nChoose another out_dir, or remove those stages' folders in {out} (and the later stages') to run "
-            "them again with this config.")
+            "them again with these settings.")

@@ -24,6 +24,7 @@ from officegym.core import registry
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError
 from officegym.pipeline.report import write_pipeline_report
+from officegym.pipeline.resume import record
 from officegym.pipeline.review import run_review_rounds
 from officegym.train.config import build_config, merge_sections, save_config
 
@@ -178,6 +179,7 @@ class Pipeline:
                 fn()
             finally:  # an interrupted or failed stage keeps its time: the resumed run adds to it
                 self._record_time(stage, time.perf_counter() - t0)
+            record(self, stage)  # what it ran with, for a later resume to check (pipeline/resume.py)
             self.ran.append(stage)
             if hook is not None:
                 hook(stage)
@@ -197,33 +199,23 @@ class Pipeline:
         saved = self.out / "config.yaml"
         if not saved.exists():
             return
-        try:
-            import yaml
+        import yaml
 
+        try:
             before = (yaml.safe_load(saved.read_text()) or {}).get("env", "workplace_assistant")
-        except (OSError, ValueError, AttributeError, ImportError):
+        except (OSError, ValueError, AttributeError, ImportError, yaml.YAMLError, RecursionError):
             return
         if isinstance(before, str) and registry.canonical_name(before) != self.env_name:
             raise PipelineError(f"{self.out} holds a pipeline run of {before}, not {self.env_name}: choose another "
                                 "out_dir (or remove that folder)")
 
     def _check_same_config(self, done: list[str]) -> None:
-        """The stages already done here must have run with this config (pipeline/resume.py)."""
-        from officegym.pipeline.resume import describe, stale_stages
+        """The stages already done here must have run with these settings (pipeline/resume.py)."""
+        from officegym.pipeline.resume import describe, stale
 
-        saved_path = self.out / "config.yaml"
-        if not done or not saved_path.is_file():
-            return
-        import yaml
-
-        try:
-            saved = PipelineConfig.model_validate(yaml.safe_load(saved_path.read_text())).model_dump(mode="json")
-        except (OSError, ValueError, yaml.YAMLError):
-            return  # unreadable, or saved by a version with other keys: nothing to compare with
-        now = self.cfg.model_dump(mode="json")
-        stale = stale_stages(saved, now, done)
-        if stale:
-            raise PipelineError(describe(self.out, stale, saved, now))
+        found = stale(self, done)
+        if found:
+            raise PipelineError(describe(self.out, found))
 
     def _record_not_needed(self, stage: str, why: str) -> None:
         """A stage this environment does not need: said, and kept in stages.json for the report."""
@@ -332,7 +324,7 @@ class Pipeline:
             options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype, "cuda_graphs": e.cuda_graphs}
         else:
             options = {}
-        base_template = self._base_template()
+        base_template = self.base_template()
         if model == self.cfg.model and base_template is not None and spec.startswith(("vllm:", "hf:", "smollm2")):
             options["chat_template"] = base_template  # the base model sees the prompts training will give it
         policy = make_policy(spec, environment=self.env_name, **options)
@@ -430,7 +422,7 @@ class Pipeline:
                      "SFT keeps only the rollouts that reach sft.min_reward[/]")
         return self.out / "sft_data" / "rollouts.jsonl"
 
-    def _base_template(self) -> str | None:
+    def base_template(self) -> str | None:
         """The chat template the first training stage gives the base model, unless auto (trained
         models carry theirs)."""
         section = self.cfg.sft if "sft" in self.cfg.stages else self.cfg.grpo
