@@ -83,7 +83,7 @@ def test_a_stage_without_a_record_or_with_a_broken_one_resumes_as_before(tmp_pat
     out = tmp_path / "run"
     Pipeline(_cfg(out)).run()
     (out / "tasks" / RECORD).write_text("[not, json")
-    assert stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"]) == []
+    assert stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"]) == ([], [])
     (out / "tasks" / RECORD).unlink()
     (out / "config.yaml").write_text("a: [\n")  # unparsable: the environment check passes over it too
     assert Pipeline(_cfg(out, "tasks.n=30")).run() == []
@@ -109,3 +109,16 @@ def test_a_world_the_user_named_gets_no_record(tmp_path):
     (named / RECORD).unlink()
     Pipeline(_cfg(tmp_path / "run2", f"world.path={named}")).run()
     assert not (named / RECORD).exists()
+
+
+def test_a_folder_from_before_records_is_checked_against_its_config_and_then_recorded(tmp_path):
+    """An older version's run folder (runs/quickstart of the previous recipe) has config.yaml only."""
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    for stage in ("world", "tasks"):
+        (out / stage / RECORD).unlink()
+    with pytest.raises(PipelineError, match=r"tasks\.n: 40 -> 30"):
+        Pipeline(_cfg(out, "tasks.n=30")).run()
+    assert not (out / "tasks" / RECORD).exists()
+    assert Pipeline(_cfg(out)).run() == []  # it matches: recorded from now on
+    assert json.loads((out / "tasks" / RECORD).read_text())["tasks.n"] == 40

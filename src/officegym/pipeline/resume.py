@@ -127,17 +127,44 @@ def record(p: Any, stage: str) -> None:
         atomic_write(path, json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n")
 
 
-def stale(p: Any, done: list[str]) -> list[tuple[str, list[tuple[str, Any, Any]]]]:
-    """(stage, [(key, recorded, now)]) for each done stage whose record differs from now."""
-    out = []
+def _saved(p: Any) -> Any:
+    """The pipeline as the run folder's config.yaml describes it (None when it cannot be read): what
+    a stage done before stages kept records ran with, as far as the folder says."""
+    import yaml
+
+    from officegym.pipeline.config import PipelineConfig
+
+    try:
+        cfg = PipelineConfig.model_validate(yaml.safe_load((p.out / "config.yaml").read_text()))
+        return type(p)(cfg)
+    except (OSError, ValueError, TypeError, yaml.YAMLError, RecursionError):
+        return None
+
+
+def stale(p: Any, done: list[str]) -> tuple[list[tuple[str, list[tuple[str, Any, Any]]]], list[str]]:
+    """(stage, [(key, recorded, now)]) for each done stage whose record differs from now, and the
+    done stages without a record that were compared with the run folder's config.yaml instead."""
+    out, from_config = [], []
+    saved: Any = False  # read on first need
     for stage in done:
         path = record_path(p, stage)
-        if path is None or not path.is_file():
+        if path is None:
             continue
-        try:
-            before = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # an unreadable record says nothing
+        if path.is_file():
+            try:
+                before = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # an unreadable record says nothing
+        else:  # done by a version that kept no records: the folder's config.yaml is the best evidence
+            if saved is False:
+                saved = _saved(p)
+            if saved is None:
+                continue
+            try:
+                before = stage_inputs(saved, stage)
+            except (ValueError, TypeError, KeyError, AttributeError):  # another version's config: nothing to compare
+                continue
+            from_config.append(stage)
         if not isinstance(before, dict):
             continue
         now = stage_inputs(p, stage)
@@ -145,7 +172,7 @@ def stale(p: Any, done: list[str]) -> list[tuple[str, list[tuple[str, Any, Any]]
                    if before.get(k) != now.get(k)]
         if changed:
             out.append((stage, changed))
-    return out
+    return out, from_config
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -40,6 +40,7 @@ class Pipeline:
         self.skipped: list[str] = []
         self.not_needed: list[str] = []
         self._environment: Any = None
+        self._unrecorded: list[str] = []
 
     # -- the environment ----------------------------------------------------------------------
     @property
@@ -170,6 +171,8 @@ class Pipeline:
                 self._record_not_needed(stage, f"{self.env_name} takes no world (its scenarios come from the task rows)")
                 continue
             if stage != "report" and all(p.exists() for p in done):
+                if stage in self._unrecorded:  # checked against config.yaml above: record it now
+                    record(self, stage)
                 self.skipped.append(stage)
                 self.say(f"[dim]{stage}: done already ({done[0] if len(done) == 1 else done[0].parent})[/]")
                 continue
@@ -213,7 +216,7 @@ class Pipeline:
         """The stages already done here must have run with these settings (pipeline/resume.py)."""
         from officegym.pipeline.resume import describe, stale
 
-        found = stale(self, done)
+        found, self._unrecorded = stale(self, done)
         if found:
             raise PipelineError(describe(self.out, found))
 
