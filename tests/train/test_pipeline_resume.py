@@ -83,10 +83,12 @@ def test_a_stage_without_a_record_or_with_a_broken_one_resumes_as_before(tmp_pat
     out = tmp_path / "run"
     Pipeline(_cfg(out)).run()
     (out / "tasks" / RECORD).write_text("[not, json")
-    assert stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"]) == ([], [])
+    found, backfill = stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"], ["tasks"])
+    assert found and list(backfill) == [out / "tasks" / RECORD]  # a broken record: config.yaml speaks instead
     (out / "tasks" / RECORD).unlink()
     (out / "config.yaml").write_text("a: [\n")  # unparsable: the environment check passes over it too
     assert Pipeline(_cfg(out, "tasks.n=30")).run() == []
+    assert not (out / "tasks" / RECORD).exists()  # nothing to say what it ran with: nothing recorded
 
 
 def test_a_copied_stage_carries_its_record(tmp_path):
@@ -122,3 +124,53 @@ def test_a_folder_from_before_records_is_checked_against_its_config_and_then_rec
     assert not (out / "tasks" / RECORD).exists()
     assert Pipeline(_cfg(out)).run() == []  # it matches: recorded from now on
     assert json.loads((out / "tasks" / RECORD).read_text())["tasks.n"] == 40
+
+
+def test_a_run_of_fewer_stages_cannot_launder_a_folder_from_before_records(tmp_path):
+    """The old config.yaml is recorded for every done stage before a run of fewer stages rewrites it."""
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    for stage in ("world", "tasks"):
+        (out / stage / RECORD).unlink()
+    assert Pipeline(_cfg(out, "stages=[world]", "tasks.n=30")).run() == []
+    assert json.loads((out / "tasks" / RECORD).read_text())["tasks.n"] == 40
+    with pytest.raises(PipelineError, match=r"tasks\.n: 40 -> 30"):
+        Pipeline(_cfg(out, "tasks.n=30")).run()
+
+
+def test_a_setting_added_or_removed_since_is_not_a_change(tmp_path):
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    path = out / "tasks" / RECORD
+    kept = json.loads(path.read_text())
+    path.write_text(json.dumps({**{k: v for k, v in kept.items() if k != "tasks.fractions"}, "tasks.gone": 1}))
+    assert Pipeline(_cfg(out)).run() == []
+
+
+def test_an_evaluation_records_what_it_runs_with_when_it_starts(tmp_path, monkeypatch):
+    """An evaluation resumes row by row: one stopped under eval.max_steps=2 is not finished under 3."""
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+
+    def stopped(self, name, model, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Pipeline, "evaluate", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        Pipeline(_cfg(out, "stages=[world, tasks, eval_base]", "eval.max_steps=2")).run()
+    assert json.loads((out / "eval_base" / RECORD).read_text())["eval.max_steps"] == 2
+    with pytest.raises(PipelineError, match=r"eval_base: eval\.max_steps: 2 -> 3"):
+        Pipeline(_cfg(out, "stages=[world, tasks, eval_base]", "eval.max_steps=3")).run()
+
+
+def test_roles_tasks_do_not_depend_on_a_world_they_never_use():
+    p, q = _p("env=roles/cost"), _p("env=roles/cost", "world.seed=7")
+    assert stage_inputs(p, "tasks") == stage_inputs(q, "tasks")
+    assert stage_inputs(_p(), "tasks") != stage_inputs(_p("world.seed=7"), "tasks")
+
+
+def test_grpo_records_the_evaluation_limits_only_where_its_validation_takes_them():
+    own = "grpo.validation={max_steps: 3, max_new_tokens_per_turn: 50}"
+    assert stage_inputs(_p(own), "grpo") == stage_inputs(_p(own, "eval.max_steps=9"), "grpo")
+    assert stage_inputs(_p(), "grpo") != stage_inputs(_p("eval.max_steps=9"), "grpo")
+    assert stage_inputs(_p("eval.max_tasks=10", "eval.base_max_tasks=24"), "eval_base")["eval.max_tasks"] == 10

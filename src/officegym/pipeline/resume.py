@@ -2,12 +2,14 @@
 
 The pipeline skips a stage whose output exists. Had the stage run with other settings (an older
 recipe of the same config file, a changed override), skipping it would report its results as the new
-config's. So each stage, when it finishes, records what its output depends on (`stage_inputs`: its
-own settings and those of the stages it builds on, as the pipeline resolved them) in its folder, and
-a rerun compares that record with the settings resolved now (`stale`). Settings that change how a
-stage runs but not what it computes (device, threads, engine, micro-batches, logging) are left out,
-and so are the paths the pipeline fills in itself. A stage done without a record (an older version,
-a folder copied without it) is not compared: nothing says what it ran with.
+config's. So each stage records what its output depends on (`stage_inputs`: its own settings and
+those of the stages it builds on, as the pipeline resolved them) in its folder, an evaluation when it
+starts (it resumes row by row) and every stage when it finishes, and a rerun compares those records
+with the settings resolved now (`stale`). Settings that change how a stage runs but not what it
+computes (device, threads, engine, micro-batches, logging) are left out, and so are the paths the
+pipeline fills in itself; a key only one side has (a setting added or removed since) is not compared.
+A stage done by a version that kept no records is compared with what the run folder's config.yaml
+says, and that is recorded before the file is rewritten.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ _TRAIN_IGNORED = ("out_dir", "backend", "logging", "vllm", "model.name", "model.
                   "model.cuda_graphs", "model.gradient_checkpointing", "data.tasks", "data.val_tasks", "data.env",
                   "data.world", "data.tools", "rollout.backend", "rollout.ray", "rollout.concurrency",
                   "rollout.batch_size", "checkpoint.resume", "validation.overlap")
+_EVALUATIONS = ("eval_base", "eval_sft", "eval_grpo")
 _IGNORED = {
     "sft": (*_TRAIN_IGNORED, "data.templates", "sft.source", "sft.rollouts", "sft.micro_batch_size",
             "sft.micro_batch_tokens", "sft.share_prefix"),
     "grpo": (*_TRAIN_IGNORED, "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.trunk_cache_mb",
-             "grpo.share_prefix", "grpo.merge_duplicates", "grpo.sft_mix.templates"),
+             "grpo.share_prefix", "grpo.merge_duplicates", "grpo.skip_zero_advantage", "grpo.sft_mix.templates"),
 }
 # what an evaluation computes: the tasks it takes and the episodes it plays
 _EVAL_KEYS = ("split", "k", "max_steps", "max_new_tokens", "temperature", "max_tool_output_chars")
@@ -53,7 +56,7 @@ def _training(section: str, value: dict[str, Any]) -> dict[str, Any]:
     try:
         cls = SFTRunConfig if section == "sft" else GRPORunConfig
         value = build_config(cls, merge_sections(value, {"out_dir": "-"})).model_dump(mode="json")
-    except (ConfigError, ValidationError, ValueError, TypeError):
+    except (ConfigError, ValidationError, ValueError, TypeError, RecursionError):
         pass  # the stage itself will say what is wrong; compare the section as written
     ignored = _IGNORED[section]
     return {k: v for k, v in _flat(value, section).items()
@@ -63,7 +66,10 @@ def _training(section: str, value: dict[str, Any]) -> dict[str, Any]:
 def _evaluation(p: Any, stage: str) -> dict[str, Any]:
     ev = p.cfg.eval
     out = {f"eval.{k}": getattr(ev, k) for k in _EVAL_KEYS}
-    out["eval.max_tasks"] = (ev.base_max_tasks or ev.max_tasks) if stage == "eval_base" else ev.max_tasks
+    cap = ev.max_tasks
+    if stage == "eval_base" and ev.base_max_tasks is not None:  # as Pipeline._eval_tasks takes them
+        cap = min(cap or ev.base_max_tasks, ev.base_max_tasks)
+    out["eval.max_tasks"] = cap
     bfcl = p.cfg.bfcl
     out["bfcl"] = bfcl.model_dump(mode="json") if bfcl is not None and stage in bfcl.stages else None
     return out
@@ -72,7 +78,10 @@ def _evaluation(p: Any, stage: str) -> dict[str, Any]:
 def _own(p: Any, stage: str) -> dict[str, Any]:
     cfg = p.cfg
     if stage == "world":
-        return {"env": p.env_name, **_flat(cfg.world.model_dump(mode="json"), "world")}
+        world = cfg.world.model_dump(mode="json")
+        if world["path"]:  # one folder however it is spelt
+            world["path"] = str(Path(world["path"]).resolve())
+        return {"env": p.env_name, **_flat(world, "world")}
     if stage == "tasks":
         tasks = cfg.tasks.model_dump(mode="json")
         tasks.pop("demonstrated")  # a filter on what SFT and the SFT term imitate, not on the tasks written
@@ -81,6 +90,8 @@ def _own(p: Any, stage: str) -> dict[str, Any]:
         return {"model": cfg.model, "chat_template": p.base_template(), **_evaluation(p, stage)}
     if stage in ("eval_sft", "eval_grpo"):
         return _evaluation(p, stage)
+    if stage == "baselines":
+        return {k: v for k, v in _evaluation(p, stage).items() if k != "bfcl"}
     demonstrated = {"tasks.demonstrated": cfg.tasks.demonstrated}
     if stage == "sft":
         source = p.sft_source()
@@ -89,7 +100,10 @@ def _own(p: Any, stage: str) -> dict[str, Any]:
     if stage == "grpo":
         start = "the sft stage's model" if "sft" in cfg.stages else cfg.model
         # GRPO validates under the evaluation's limits unless its own section sets them (run.py)
-        limits = {"eval.max_steps": cfg.eval.max_steps, "eval.max_new_tokens": cfg.eval.max_new_tokens}
+        own = cfg.grpo.get("validation") if isinstance(cfg.grpo.get("validation"), dict) else {}
+        limits = {f"eval.{k}": getattr(cfg.eval, k) for k, v in (("max_steps", "max_steps"),
+                                                                  ("max_new_tokens", "max_new_tokens_per_turn"))
+                  if own.get(v) is None}
         return {"start": start, **demonstrated, **limits, **_training("grpo", cfg.grpo)}
     return {}
 
@@ -97,7 +111,9 @@ def _own(p: Any, stage: str) -> dict[str, Any]:
 def _builds_on(p: Any, stage: str) -> tuple[str, ...]:
     if stage == "grpo":
         return ("sft",) if "sft" in p.cfg.stages else ("tasks",)
-    return {"tasks": ("world",), "eval_base": ("tasks",), "sft": ("tasks",), "eval_sft": ("sft",),
+    if stage == "tasks":
+        return ("world",) if p.takes_world else ()
+    return {"baselines": ("tasks",), "eval_base": ("tasks",), "sft": ("tasks",), "eval_sft": ("sft",),
             "eval_grpo": ("grpo",)}.get(stage, ())
 
 
@@ -110,21 +126,37 @@ def stage_inputs(p: Any, stage: str) -> dict[str, Any]:
     return json.loads(json.dumps(out, default=str))
 
 
-def record_path(p: Any, stage: str) -> Path | None:
-    """Where `stage` records its inputs: its own folder in the run folder (None for a world the user
-    named: the pipeline writes nothing there, and for stages with no single folder)."""
+def record_paths(p: Any, stage: str) -> list[tuple[str, Path]]:
+    """(label, file) where `stage` records its inputs: its own folder in the run folder, one per
+    baseline; none for a world the user named (the pipeline writes nothing there)."""
     if stage == "world":
-        return None if p.cfg.world.path else p.world_dir / RECORD
-    if stage in ("tasks", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo"):
-        return p.out / stage / RECORD
-    return None
+        return [] if p.cfg.world.path else [(stage, p.world_dir / RECORD)]
+    if stage == "baselines":
+        return [(f"baselines/{d.name}", d / RECORD) for d in (p.baseline_dir(s) for s in p.baseline_specs())]
+    if stage in ("tasks", "sft", "grpo", *_EVALUATIONS):
+        return [(stage, p.out / stage / RECORD)]
+    return []
 
 
-def record(p: Any, stage: str) -> None:
-    """Write what the stage just finished with into its folder."""
-    path = record_path(p, stage)
-    if path is not None and path.parent.is_dir():
-        atomic_write(path, json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n")
+def record(p: Any, stage: str, start: bool = False) -> None:
+    """Write what the stage runs with into its folder(s); at its start only for an evaluation, which
+    keeps the rows it already has when resumed (training resumes through its own check)."""
+    if start and stage not in _EVALUATIONS:
+        return
+    inputs = json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n"
+    for _label, path in record_paths(p, stage):
+        if start:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent.is_dir():
+            atomic_write(path, inputs)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return None  # missing or unreadable: as if there were none
+    return value if isinstance(value, dict) else None
 
 
 def _saved(p: Any) -> Any:
@@ -141,38 +173,33 @@ def _saved(p: Any) -> Any:
         return None
 
 
-def stale(p: Any, done: list[str]) -> tuple[list[tuple[str, list[tuple[str, Any, Any]]]], list[str]]:
-    """(stage, [(key, recorded, now)]) for each done stage whose record differs from now, and the
-    done stages without a record that were compared with the run folder's config.yaml instead."""
-    out, from_config = [], []
+def stale(p: Any, check: list[str], done: list[str]) -> tuple[list[tuple[str, list[tuple[str, Any, Any]]]],
+                                                             dict[Path, dict[str, Any]]]:
+    """(label, [(key, recorded, now)]) for each stage in `check` whose record differs from now, and
+    the records to write for stages in `done` that have none (what the folder's config.yaml says
+    they ran with), for the caller to write once the check has passed and before that file changes.
+    `done` names stages whose output exists; `check` those the run would skip or resume."""
+    found: list[tuple[str, list[tuple[str, Any, Any]]]] = []
+    backfill: dict[Path, dict[str, Any]] = {}
     saved: Any = False  # read on first need
-    for stage in done:
-        path = record_path(p, stage)
-        if path is None:
-            continue
-        if path.is_file():
-            try:
-                before = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue  # an unreadable record says nothing
-        else:  # done by a version that kept no records: the folder's config.yaml is the best evidence
-            if saved is False:
-                saved = _saved(p)
-            if saved is None:
+    for stage in dict.fromkeys([*done, *check]):
+        for label, path in record_paths(p, stage):
+            before = _read(path)
+            if before is None and stage in done and (stage != "baselines" or (path.parent / "metrics.json").is_file()):
+                if saved is False:
+                    saved = _saved(p)
+                if saved is not None:
+                    try:
+                        before = backfill[path] = stage_inputs(saved, stage)
+                    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+                        before = None  # another version's config: nothing to compare with
+            if before is None or stage not in check:
                 continue
-            try:
-                before = stage_inputs(saved, stage)
-            except (ValueError, TypeError, KeyError, AttributeError):  # another version's config: nothing to compare
-                continue
-            from_config.append(stage)
-        if not isinstance(before, dict):
-            continue
-        now = stage_inputs(p, stage)
-        changed = [(k, before.get(k), now.get(k)) for k in sorted(before.keys() | now.keys())
-                   if before.get(k) != now.get(k)]
-        if changed:
-            out.append((stage, changed))
-    return out, from_config
+            now = stage_inputs(p, stage)
+            changed = [(k, before[k], now[k]) for k in sorted(before.keys() & now.keys()) if before[k] != now[k]]
+            if changed:
+                found.append((label, changed))
+    return found, backfill
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -189,5 +216,6 @@ def describe(out: Any, found: list[tuple[str, list[tuple[str, Any, Any]]]]) -> s
         lines.append(f"  {stage}: {shown}{more}")
     return (f"{out} holds stages run with other settings; resuming would report their results as this config's:\n"
             + "\n".join(lines)
-            + f"\nChoose another out_dir, or remove those stages' folders in {out} (and the later stages') to run "
-            "them again with these settings.")
+            + f"\nChoose another out_dir, or remove those stages' folders in {out} (and the later stages', with "
+            "sft_data, bfcl_* and baselines where they exist: they resume by task id) to run them again with "
+            "these settings.")

@@ -40,7 +40,6 @@ class Pipeline:
         self.skipped: list[str] = []
         self.not_needed: list[str] = []
         self._environment: Any = None
-        self._unrecorded: list[str] = []
 
     # -- the environment ----------------------------------------------------------------------
     @property
@@ -156,8 +155,9 @@ class Pipeline:
             "review": (self._review, [self.out / "review" / f"round_{self.cfg.review.rounds:03d}" / "summary.json"]),
             "report": (self._report, [self.out / "report.md"]),
         }
-        self._check_same_config([stage for stage in STAGES if stage in self.cfg.stages and stage not in ("review", "report")
-                                 and steps[stage][1] and all(p.exists() for p in steps[stage][1])])
+        done = [stage for stage in STAGES if stage not in ("review", "report") and steps[stage][1]
+                and all(p.exists() for p in steps[stage][1])]
+        self._check_same_config(done)
         self.out.mkdir(parents=True, exist_ok=True)
         save_config(self.cfg, self.out / "config.yaml")
         self._check_load()
@@ -171,13 +171,12 @@ class Pipeline:
                 self._record_not_needed(stage, f"{self.env_name} takes no world (its scenarios come from the task rows)")
                 continue
             if stage != "report" and all(p.exists() for p in done):
-                if stage in self._unrecorded:  # checked against config.yaml above: record it now
-                    record(self, stage)
                 self.skipped.append(stage)
                 self.say(f"[dim]{stage}: done already ({done[0] if len(done) == 1 else done[0].parent})[/]")
                 continue
             self.say(f"[bold]{stage}[/]")
             t0 = time.perf_counter()
+            record(self, stage, start=True)  # an evaluation resumes row by row: say what it runs with
             try:
                 fn()
             finally:  # an interrupted or failed stage keeps its time: the resumed run adds to it
@@ -213,12 +212,18 @@ class Pipeline:
                                 "out_dir (or remove that folder)")
 
     def _check_same_config(self, done: list[str]) -> None:
-        """The stages already done here must have run with these settings (pipeline/resume.py)."""
-        from officegym.pipeline.resume import describe, stale
+        """The stages this run would skip or resume must have run with these settings; stages done
+        by a version that kept no records get one from config.yaml before it is rewritten
+        (pipeline/resume.py)."""
+        from officegym.pipeline.resume import RECORD, describe, stale
 
-        found, self._unrecorded = stale(self, done)
+        evaluations = ("eval_base", "eval_sft", "eval_grpo")
+        check = [s for s in self.cfg.stages if s in done or (s in evaluations and (self.out / s / RECORD).is_file())]
+        found, backfill = stale(self, [*check, *(["baselines"] if "baselines" in self.cfg.stages else [])], done)
         if found:
             raise PipelineError(describe(self.out, found))
+        for path, inputs in backfill.items():
+            atomic_write(path, json.dumps(inputs, indent=1, sort_keys=True) + "\n")
 
     def _record_not_needed(self, stage: str, why: str) -> None:
         """A stage this environment does not need: said, and kept in stages.json for the report."""
