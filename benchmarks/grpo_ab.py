@@ -42,7 +42,7 @@ def copy_phase_a(src: Path, dst: Path) -> None:
             shutil.copytree(src / name, dst / name)
     if not (dst / "sft" / "model").exists():
         shutil.copytree(src / "sft" / "model", dst / "sft" / "model")
-    for name in ("checkpoints.json", "config.yaml", "metrics.jsonl"):
+    for name in ("checkpoints.json", "config.yaml", "metrics.jsonl", "pipeline_inputs.json"):
         if (src / "sft" / name).exists():
             shutil.copy2(src / "sft" / name, dst / "sft" / name)
 

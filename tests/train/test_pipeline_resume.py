@@ -10,7 +10,7 @@ import pytest
 from officegym.pipeline import Pipeline, PipelineConfig, load_pipeline_config
 from officegym.pipeline.config import PipelineError
 from officegym.pipeline.resume import RECORD, stage_inputs, stale
-from officegym.train.config import build_config
+from officegym.train.config import build_config, save_config
 
 
 def _p(*overrides: str) -> Pipeline:
@@ -147,20 +147,45 @@ def test_a_setting_added_or_removed_since_is_not_a_change(tmp_path):
     assert Pipeline(_cfg(out)).run() == []
 
 
-def test_an_evaluation_records_what_it_runs_with_when_it_starts(tmp_path, monkeypatch):
+def test_an_evaluation_with_rows_is_not_finished_under_other_settings(tmp_path, monkeypatch):
     """An evaluation resumes row by row: one stopped under eval.max_steps=2 is not finished under 3."""
+    import officegym.eval.run as eval_run
+
     out = tmp_path / "run"
     Pipeline(_cfg(out)).run()
 
-    def stopped(self, name, model, *args, **kwargs):
+    def stopped(env, tasks, policy, folder, **kwargs):
+        (folder / "rollouts.jsonl").write_text('{"id": "x"}\n')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Pipeline, "evaluate", stopped)
+    monkeypatch.setattr(eval_run, "run_eval", stopped)
+    evaluate = ("model=oracle", "stages=[world, tasks, eval_base]")
     with pytest.raises(KeyboardInterrupt):
-        Pipeline(_cfg(out, "stages=[world, tasks, eval_base]", "eval.max_steps=2")).run()
+        Pipeline(_cfg(out, *evaluate, "eval.max_steps=2")).run()
     assert json.loads((out / "eval_base" / RECORD).read_text())["eval.max_steps"] == 2
     with pytest.raises(PipelineError, match=r"eval_base: eval\.max_steps: 2 -> 3"):
-        Pipeline(_cfg(out, "stages=[world, tasks, eval_base]", "eval.max_steps=3")).run()
+        Pipeline(_cfg(out, *evaluate, "eval.max_steps=3")).run()
+    (out / "eval_base" / "rollouts.jsonl").write_text("")  # no rows yet: nothing to finish, nothing refused
+    with pytest.raises(KeyboardInterrupt):
+        Pipeline(_cfg(out, *evaluate, "eval.max_steps=3")).run()
+
+
+def test_an_evaluation_that_could_not_start_leaves_nothing_to_refuse(tmp_path):
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    with pytest.raises(PipelineError, match="cannot run"):
+        Pipeline(_cfg(out, "model=/no/such/model", "eval.backend=hf", "stages=[world, tasks, eval_base]")).run()
+    assert not (out / "eval_base" / RECORD).exists()
+
+
+def test_a_config_left_by_a_run_of_other_stages_says_nothing_of_this_one(tmp_path):
+    out = tmp_path / "run"
+    Pipeline(_cfg(out)).run()
+    (out / "tasks" / RECORD).unlink()
+    # config.yaml as a world-only run of an older version would have left it
+    save_config(_cfg(out, "stages=[world]", "tasks.n=30"), out / "config.yaml")
+    found, backfill = stale(Pipeline(_cfg(out, "tasks.n=30")), ["tasks"], ["world", "tasks"])
+    assert found == [] and out / "tasks" / RECORD not in backfill
 
 
 def test_roles_tasks_do_not_depend_on_a_world_they_never_use():

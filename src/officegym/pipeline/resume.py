@@ -3,17 +3,18 @@
 The pipeline skips a stage whose output exists. Had the stage run with other settings (an older
 recipe of the same config file, a changed override), skipping it would report its results as the new
 config's. So each stage records what its output depends on (`stage_inputs`: its own settings and
-those of the stages it builds on, as the pipeline resolved them) in its folder, an evaluation when it
-starts (it resumes row by row) and every stage when it finishes, and a rerun compares those records
+those of the stages it builds on, as the pipeline resolved them) in its folder, an evaluation once it
+can run (it resumes row by row) and every stage when it finishes, and a rerun compares those records
 with the settings resolved now (`stale`). Settings that change how a stage runs but not what it
 computes (device, threads, engine, micro-batches, logging) are left out, and so are the paths the
 pipeline fills in itself; a key only one side has (a setting added or removed since) is not compared.
 A stage done by a version that kept no records is compared with what the run folder's config.yaml
-says, and that is recorded before the file is rewritten.
+says, when that run had the stage, and that is recorded before the file is rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ def _own(p: Any, stage: str) -> dict[str, Any]:
     if stage == "world":
         world = cfg.world.model_dump(mode="json")
         if world["path"]:  # one folder however it is spelt
-            world["path"] = str(Path(world["path"]).resolve())
+            with contextlib.suppress(OSError, RuntimeError):  # a symlink loop: the world stage will say
+                world["path"] = str(Path(world["path"]).resolve())
         return {"env": p.env_name, **_flat(world, "world")}
     if stage == "tasks":
         tasks = cfg.tasks.model_dump(mode="json")
@@ -138,17 +140,21 @@ def record_paths(p: Any, stage: str) -> list[tuple[str, Path]]:
     return []
 
 
-def record(p: Any, stage: str, start: bool = False) -> None:
-    """Write what the stage runs with into its folder(s); at its start only for an evaluation, which
-    keeps the rows it already has when resumed (training resumes through its own check)."""
-    if start and stage not in _EVALUATIONS:
+def record(p: Any, stage: str) -> None:
+    """Write what the stage finished with into its folder (baselines record each folder as its
+    evaluation starts: `record_start`)."""
+    if stage == "baselines":
         return
     inputs = json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n"
     for _label, path in record_paths(p, stage):
-        if start:
-            path.parent.mkdir(parents=True, exist_ok=True)
         if path.parent.is_dir():
             atomic_write(path, inputs)
+
+
+def record_start(p: Any, stage: str, folder: Path) -> None:
+    """An evaluation (or a baseline) resumes row by row: once it can run, it says in its folder what
+    it runs with, so that a rerun under other settings does not finish it."""
+    atomic_write(folder / RECORD, json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n")
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -173,6 +179,19 @@ def _saved(p: Any) -> Any:
         return None
 
 
+def _from_config(saved: Any, stage: str, path: Path) -> dict[str, Any] | None:
+    """What the saved config says `stage` ran with into `path`; None unless that run had the stage
+    and wrote there (a config.yaml left by a run of other stages says nothing of this one)."""
+    if saved is None or stage not in saved.cfg.stages:
+        return None
+    try:
+        if path not in [q for _label, q in record_paths(saved, stage)]:
+            return None
+        return stage_inputs(saved, stage)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OSError):
+        return None  # another version's config: nothing to compare with
+
+
 def stale(p: Any, check: list[str], done: list[str]) -> tuple[list[tuple[str, list[tuple[str, Any, Any]]]],
                                                              dict[Path, dict[str, Any]]]:
     """(label, [(key, recorded, now)]) for each stage in `check` whose record differs from now, and
@@ -182,17 +201,17 @@ def stale(p: Any, check: list[str], done: list[str]) -> tuple[list[tuple[str, li
     found: list[tuple[str, list[tuple[str, Any, Any]]]] = []
     backfill: dict[Path, dict[str, Any]] = {}
     saved: Any = False  # read on first need
-    for stage in dict.fromkeys([*done, *check]):
+    for stage in dict.fromkeys([*done, *check, "baselines"]):
         for label, path in record_paths(p, stage):
+            # a baseline is one folder per policy: finished when its own metrics are there
+            finished = (path.parent / "metrics.json").is_file() if stage == "baselines" else stage in done
             before = _read(path)
-            if before is None and stage in done and (stage != "baselines" or (path.parent / "metrics.json").is_file()):
+            if before is None and finished:
                 if saved is False:
                     saved = _saved(p)
-                if saved is not None:
-                    try:
-                        before = backfill[path] = stage_inputs(saved, stage)
-                    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-                        before = None  # another version's config: nothing to compare with
+                before = _from_config(saved, stage, path)
+                if before is not None:
+                    backfill[path] = before
             if before is None or stage not in check:
                 continue
             now = stage_inputs(p, stage)

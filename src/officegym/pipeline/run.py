@@ -24,7 +24,7 @@ from officegym.core import registry
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError
 from officegym.pipeline.report import write_pipeline_report
-from officegym.pipeline.resume import record
+from officegym.pipeline.resume import record, record_start
 from officegym.pipeline.review import run_review_rounds
 from officegym.train.config import build_config, merge_sections, save_config
 
@@ -176,7 +176,6 @@ class Pipeline:
                 continue
             self.say(f"[bold]{stage}[/]")
             t0 = time.perf_counter()
-            record(self, stage, start=True)  # an evaluation resumes row by row: say what it runs with
             try:
                 fn()
             finally:  # an interrupted or failed stage keeps its time: the resumed run adds to it
@@ -217,9 +216,13 @@ class Pipeline:
         (pipeline/resume.py)."""
         from officegym.pipeline.resume import RECORD, describe, stale
 
+        def resumed(stage: str) -> bool:  # an evaluation with rows already: a rerun finishes it
+            rows = self.out / stage / "rollouts.jsonl"
+            return (self.out / stage / RECORD).is_file() and rows.is_file() and rows.stat().st_size > 0
+
         evaluations = ("eval_base", "eval_sft", "eval_grpo")
-        check = [s for s in self.cfg.stages if s in done or (s in evaluations and (self.out / s / RECORD).is_file())]
-        found, backfill = stale(self, [*check, *(["baselines"] if "baselines" in self.cfg.stages else [])], done)
+        check = [s for s in self.cfg.stages if s in done or s == "baselines" or (s in evaluations and resumed(s))]
+        found, backfill = stale(self, check, done)
         if found:
             raise PipelineError(describe(self.out, found))
         for path, inputs in backfill.items():
@@ -347,6 +350,10 @@ class Pipeline:
         env = self.environment()
         out = out or self.out / name
         out.mkdir(parents=True, exist_ok=True)
+        if out == self.out / name and name in ("eval_base", "eval_sft", "eval_grpo"):
+            record_start(self, name, out)
+        elif out.parent == self.out / "baselines":
+            record_start(self, "baselines", out)
         atomic_write(out / "run.json", json.dumps({
             "policy": spec, "env": self.env_name, "tasks": len(tasks), "k": k, "max_steps": steps,
             "temperature": e.temperature, "max_new_tokens": e.max_new_tokens}, indent=1) + "\n")
