@@ -204,38 +204,17 @@ def by_template(out: Path, seeds: list[int]) -> None:
 def plot_curves(out: Path, seeds: list[int], path: Path) -> Path | None:
     """Each seed's GRPO validation accuracy (solid) and its control's (dashed, same colour) by step,
     written to `path` as a PNG; None when no run has a validation curve."""
-    import io
-
-    from officegym.eval.plots import available
+    from officegym.eval.plots import available, lines_png
     from officegym.pipeline.report import validation_series
 
-    runs = [(f"seed {s}", _folder(out, s), s, "-") for s in seeds]
-    runs += [(f"control {s}", _folder(out, _control(s)), s, "--") for s in seeds]
-    curves = [(name, validation_series(run), s, style) for name, run, s, style in runs]
-    curves = [c for c in curves if c[1]]
-    if not curves or not available():
+    runs = [(f"seed {s}", _folder(out, s), k, "-") for k, s in enumerate(seeds)]
+    runs += [(f"control {s}", _folder(out, _control(s)), k, "--") for k, s in enumerate(seeds)]
+    lines = [(name, [p[0] for p in series], [100 * p[1] for p in series], style, colour)
+             for name, run, colour, style in runs if (series := validation_series(run))]
+    if not lines or not available():
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for name, series, seed, style in curves:
-        ax.plot([p[0] for p in series], [100 * p[1] for p in series], style, marker="o", markersize=3,
-                color=colours[seeds.index(seed) % len(colours)], label=name)
-    ax.set_xlabel("GRPO step")
-    ax.set_ylabel("validation accuracy (%)")
-    ax.set_ylim(-3, 103)
-    ax.set_title("GRPO (solid) vs the same stage without the policy gradient (dashed)", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return atomic_write(path, buf.getvalue())
+    return atomic_write(path, lines_png("GRPO (solid) vs the same stage without the policy gradient (dashed)", lines,
+                                        "GRPO step", "validation accuracy (%)"))
 
 
 def main() -> None:

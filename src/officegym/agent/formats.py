@@ -426,9 +426,7 @@ _CLOSE_AFTER_VALUE = re.compile(r"\s*</tool_call>")
 def _json_block(text: str, start: int) -> tuple[int, int] | None:
     """(end of the value, end of its closing tag) when `text` from `start` is whitespace, one JSON
     value and `</tool_call>`; None otherwise (the tag-by-tag reading then applies)."""
-    i = start
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
+    i = _SPACES.match(text, start).end()
     if text[i : i + 1] not in ("{", "["):
         return None
     # the value ends before the first `<` outside its strings: decode that slice only, so a text of
@@ -448,7 +446,7 @@ def _json_block(text: str, start: int) -> tuple[int, int] | None:
         _value, end = _DECODER.raw_decode(text[i:j])
     except (ValueError, RecursionError):
         return None
-    if text[i + end : j].strip(" \t\r\n"):
+    if text[i + end : j].strip():
         return None
     return i + end, close.end()
 

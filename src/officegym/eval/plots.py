@@ -46,6 +46,24 @@ def hist_png(title: str, values: list[float], xlabel: str, bins: int = 20) -> by
     return _png(fig, plt)
 
 
+def lines_png(title: str, lines: list[tuple[str, list[float], list[float], str, int]], xlabel: str,
+              ylabel: str) -> bytes:
+    """One line per (label, xs, ys, style, colour index): "-" solid, "--" dashed; lines sharing a
+    colour index share the colour (a run and its control)."""
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for label, xs, ys, style, colour in lines:
+        ax.plot(xs, ys, style, marker="o", markersize=3, color=colours[colour % len(colours)], label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    return _png(fig, plt)
+
+
 def _png(fig: Any, plt: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -20,21 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
+from officegym.pipeline.config import PipelineError
+from officegym.train.runtime import COMPUTE_ONLY, PATH_KEYS
 
 RECORD = "pipeline_inputs.json"
 
-# dotted keys (under sft or grpo) that say how training runs, or that the pipeline sets itself
-_TRAIN_IGNORED = ("out_dir", "backend", "logging", "vllm", "model.name", "model.device", "model.threads",
-                  "model.cuda_graphs", "model.gradient_checkpointing", "data.tasks", "data.val_tasks", "data.env",
-                  "data.world", "data.tools", "rollout.backend", "rollout.ray", "rollout.concurrency",
-                  "rollout.batch_size", "checkpoint.resume", "validation.overlap")
-_EVALUATIONS = ("eval_base", "eval_sft", "eval_grpo")
-_IGNORED = {
-    "sft": (*_TRAIN_IGNORED, "data.templates", "sft.source", "sft.rollouts", "sft.micro_batch_size",
-            "sft.micro_batch_tokens", "sft.share_prefix"),
-    "grpo": (*_TRAIN_IGNORED, "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.trunk_cache_mb",
-             "grpo.share_prefix", "grpo.merge_duplicates", "grpo.skip_zero_advantage", "grpo.sft_mix.templates"),
-}
+EVALUATIONS = ("eval_base", "eval_sft", "eval_grpo")
+# dotted keys under sft or grpo left out: how training computes (the trainer's own list), the paths
+# and data the pipeline fills in itself, and the templates tasks.demonstrated decides
+_PIPELINE_SET = ("out_dir", *PATH_KEYS, "data.env", "data.tools")
+_IGNORED = {"sft": (*COMPUTE_ONLY, *_PIPELINE_SET, "data.templates", "sft.source", "sft.rollouts"),
+            "grpo": (*COMPUTE_ONLY, *_PIPELINE_SET, "grpo.sft_mix.templates")}
 # what an evaluation computes: the tasks it takes and the episodes it plays
 _EVAL_KEYS = ("split", "k", "max_steps", "max_new_tokens", "temperature", "max_tool_output_chars")
 
@@ -135,9 +131,13 @@ def record_paths(p: Any, stage: str) -> list[tuple[str, Path]]:
         return [] if p.cfg.world.path else [(stage, p.world_dir / RECORD)]
     if stage == "baselines":
         return [(f"baselines/{d.name}", d / RECORD) for d in (p.baseline_dir(s) for s in p.baseline_specs())]
-    if stage in ("tasks", "sft", "grpo", *_EVALUATIONS):
+    if stage in ("tasks", "sft", "grpo", *EVALUATIONS):
         return [(stage, p.out / stage / RECORD)]
     return []
+
+
+def _write(path: Path, inputs: dict[str, Any]) -> None:
+    atomic_write(path, json.dumps(inputs, indent=1, sort_keys=True) + "\n")
 
 
 def record(p: Any, stage: str) -> None:
@@ -145,16 +145,16 @@ def record(p: Any, stage: str) -> None:
     evaluation starts: `record_start`)."""
     if stage == "baselines":
         return
-    inputs = json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n"
+    inputs = stage_inputs(p, stage)
     for _label, path in record_paths(p, stage):
         if path.parent.is_dir():
-            atomic_write(path, inputs)
+            _write(path, inputs)
 
 
 def record_start(p: Any, stage: str, folder: Path) -> None:
     """An evaluation (or a baseline) resumes row by row: once it can run, it says in its folder what
     it runs with, so that a rerun under other settings does not finish it."""
-    atomic_write(folder / RECORD, json.dumps(stage_inputs(p, stage), indent=1, sort_keys=True) + "\n")
+    _write(folder / RECORD, stage_inputs(p, stage))
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -202,6 +202,7 @@ def stale(p: Any, check: list[str], done: list[str]) -> tuple[list[tuple[str, li
     backfill: dict[Path, dict[str, Any]] = {}
     saved: Any = False  # read on first need
     for stage in dict.fromkeys([*done, *check, "baselines"]):
+        now = stage_inputs(p, stage) if stage in check else {}
         for label, path in record_paths(p, stage):
             # a baseline is one folder per policy: finished when its own metrics are there
             finished = (path.parent / "metrics.json").is_file() if stage == "baselines" else stage in done
@@ -214,7 +215,6 @@ def stale(p: Any, check: list[str], done: list[str]) -> tuple[list[tuple[str, li
                     backfill[path] = before
             if before is None or stage not in check:
                 continue
-            now = stage_inputs(p, stage)
             changed = [(k, before[k], now[k]) for k in sorted(before.keys() & now.keys()) if before[k] != now[k]]
             if changed:
                 found.append((label, changed))
@@ -238,3 +238,19 @@ def describe(out: Any, found: list[tuple[str, list[tuple[str, Any, Any]]]]) -> s
             + f"\nChoose another out_dir, or remove those stages' folders in {out} (and the later stages', with "
             "sft_data, bfcl_* and baselines where they exist: they resume by task id) to run them again with "
             "these settings.")
+
+
+def check(p: Any, done: list[str]) -> None:
+    """Before the pipeline `p` writes anything: refuse (PipelineError) when a stage it would skip
+    (`done`, its output there) or resume (an evaluation with rows) ran with other settings; else
+    record, for stages done by a version that kept no records, what the folder's config.yaml says."""
+    def resumed(stage: str) -> bool:
+        rows = p.out / stage / "rollouts.jsonl"
+        return (p.out / stage / RECORD).is_file() and rows.is_file() and rows.stat().st_size > 0
+
+    checked = [s for s in p.cfg.stages if s in done or s == "baselines" or (s in EVALUATIONS and resumed(s))]
+    found, backfill = stale(p, checked, done)
+    if found:
+        raise PipelineError(describe(p.out, found))
+    for path, inputs in backfill.items():
+        _write(path, inputs)

@@ -24,7 +24,8 @@ from officegym.core import registry
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError
 from officegym.pipeline.report import write_pipeline_report
-from officegym.pipeline.resume import record, record_start
+from officegym.pipeline.resume import EVALUATIONS, record, record_start
+from officegym.pipeline.resume import check as check_resume
 from officegym.pipeline.review import run_review_rounds
 from officegym.train.config import build_config, merge_sections, save_config
 
@@ -157,7 +158,7 @@ class Pipeline:
         }
         done = [stage for stage in STAGES if stage not in ("review", "report") and steps[stage][1]
                 and all(p.exists() for p in steps[stage][1])]
-        self._check_same_config(done)
+        check_resume(self, done)  # before anything is written (pipeline/resume.py)
         self.out.mkdir(parents=True, exist_ok=True)
         save_config(self.cfg, self.out / "config.yaml")
         self._check_load()
@@ -209,24 +210,6 @@ class Pipeline:
         if isinstance(before, str) and registry.canonical_name(before) != self.env_name:
             raise PipelineError(f"{self.out} holds a pipeline run of {before}, not {self.env_name}: choose another "
                                 "out_dir (or remove that folder)")
-
-    def _check_same_config(self, done: list[str]) -> None:
-        """The stages this run would skip or resume must have run with these settings; stages done
-        by a version that kept no records get one from config.yaml before it is rewritten
-        (pipeline/resume.py)."""
-        from officegym.pipeline.resume import RECORD, describe, stale
-
-        def resumed(stage: str) -> bool:  # an evaluation with rows already: a rerun finishes it
-            rows = self.out / stage / "rollouts.jsonl"
-            return (self.out / stage / RECORD).is_file() and rows.is_file() and rows.stat().st_size > 0
-
-        evaluations = ("eval_base", "eval_sft", "eval_grpo")
-        check = [s for s in self.cfg.stages if s in done or s == "baselines" or (s in evaluations and resumed(s))]
-        found, backfill = stale(self, check, done)
-        if found:
-            raise PipelineError(describe(self.out, found))
-        for path, inputs in backfill.items():
-            atomic_write(path, json.dumps(inputs, indent=1, sort_keys=True) + "\n")
 
     def _record_not_needed(self, stage: str, why: str) -> None:
         """A stage this environment does not need: said, and kept in stages.json for the report."""
@@ -350,7 +333,7 @@ class Pipeline:
         env = self.environment()
         out = out or self.out / name
         out.mkdir(parents=True, exist_ok=True)
-        if out == self.out / name and name in ("eval_base", "eval_sft", "eval_grpo"):
+        if out == self.out / name and name in EVALUATIONS:
             record_start(self, name, out)
         elif out.parent == self.out / "baselines":
             record_start(self, "baselines", out)

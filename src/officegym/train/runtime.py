@@ -106,18 +106,21 @@ class ResumeError(InputError):
     """A rerun whose config would change what the run's checkpoints mean."""
 
 
+# How a run computes, not what: the same updates, faster or elsewhere (the pipeline's resume check,
+# pipeline/resume.py, leaves these out of what a finished stage ran with too).
+COMPUTE_ONLY = ("logging", "checkpoint.resume", "model.device", "model.threads", "model.cuda_graphs",
+                "model.gradient_checkpointing", "backend", "vllm", "rollout.concurrency", "rollout.batch_size",
+                "rollout.backend", "rollout.ray", "validation.overlap", "grpo.micro_batch_size",
+                "grpo.micro_batch_tokens", "grpo.share_prefix", "grpo.skip_zero_advantage", "grpo.merge_duplicates",
+                "grpo.trunk_cache_mb", "sft.micro_batch_size", "sft.micro_batch_tokens", "sft.share_prefix")
 # What a resumed run may change: how long it runs and how it logs, validates, checkpoints and
 # computes (the same updates, faster or elsewhere), and which checkpoint it exports at the end (a run
 # finished under `export: best` re-exports its last step). Any other change would be mixed into weights,
 # optimizer moments, schedule and data position made under the saved values; a new optim.lr would
 # not even apply, since the optimizer and scheduler state restored from the checkpoint sets it.
-RESUMABLE = ("grpo.max_steps", "sft.max_steps", "sft.epochs", "logging", "validation", "checkpoint.every",
-             "checkpoint.keep_top_k", "checkpoint.export", "checkpoint.resume", "model.device", "model.threads", "model.cuda_graphs", "model.precision",
-             "model.gradient_checkpointing", "backend", "vllm", "rollout.concurrency", "rollout.batch_size",
-             "rollout.backend", "rollout.ray",
-             "grpo.micro_batch_size", "grpo.micro_batch_tokens", "grpo.share_prefix", "grpo.skip_zero_advantage",
-             "grpo.merge_duplicates", "sft.micro_batch_size", "sft.micro_batch_tokens", "sft.share_prefix")
-_PATH_KEYS = ("model.name", "data.tasks", "data.val_tasks", "data.world")
+RESUMABLE = ("grpo.max_steps", "sft.max_steps", "sft.epochs", "validation", "checkpoint.every", "checkpoint.keep_top_k",
+             "checkpoint.export", "model.precision", *COMPUTE_ONLY)
+PATH_KEYS = ("model.name", "data.tasks", "data.val_tasks", "data.world")
 
 
 def _resumable(key: str) -> bool:
@@ -147,7 +150,7 @@ def check_resume(cfg: RunConfig, run_dir: Path) -> tuple[dict[str, tuple[Any, An
             other = "a GRPO" if "grpo" in saved else "an SFT"
             raise ResumeError(f"{run_dir} holds the checkpoints of {other} run: use another out_dir")
     changes = config_changes(saved, new, config_dict(type(cfg)()))
-    changes = {k: v for k, v in changes.items() if k != "out_dir" and not (k in _PATH_KEYS and _same_path(*v))}
+    changes = {k: v for k, v in changes.items() if k != "out_dir" and not (k in PATH_KEYS and _same_path(*v))}
     refused = {k: v for k, v in changes.items() if not _resumable(k)}
     if refused:
         listed = "; ".join(f"{k}: {_show(old)} -> {_show(new)}" for k, (old, new) in refused.items())
