@@ -94,6 +94,21 @@ def vetoes(memo: dict[str, Any], plan: dict[str, Any]) -> bool:
     return False
 
 
+def normalised_gain(u: float, best: float, status_quo: float) -> float:
+    """(u - status_quo) / (best - status_quo): the share of its achievable gain a plan gives a stakeholder.
+
+    A stakeholder whose best admissible utility does not exceed its status quo can gain nothing (then no
+    plan is acceptable and the right answer is to escalate), so the ratio has no range to measure against.
+    It gets 1.0 when the plan gives it its best or more, as a plan at `best` does otherwise (all it can
+    get), and 0.0 below that: it keeps none of a gain that does not exist. Finite either way, so the
+    rule's score of any plan (claimed by a baseline, reported in evidence) is a number.
+    """
+    span = best - status_quo
+    if span > 0:
+        return (u - status_quo) / span
+    return 1.0 if u >= best else 0.0
+
+
 def veto_text(v: dict[str, Any]) -> str:
     return f"no plan with {v['field']} = {v['equals']}" if "equals" in v else f"no plan with {v['field']} below {v['below']}"
 
@@ -123,7 +138,7 @@ class Table:
         gains = [u - d for u, d in zip(self.u[i], self.status_quo)]
         if rule == "nash":
             return math.prod(g ** w for g, w in zip(gains, self.weight))
-        normalised = [g / (b - d) for g, b, d in zip(gains, self.best, self.status_quo)]
+        normalised = [normalised_gain(u, b, d) for u, b, d in zip(self.u[i], self.best, self.status_quo)]
         return sum(normalised) if rule == "utilitarian" else min(normalised)
 
     def dominated(self, i: int) -> bool:
@@ -415,7 +430,7 @@ def grade(scenario: Scenario, answer: ToolCall) -> Grade:
 
 def _satisfaction(table: Table, i: int) -> float:
     """The smallest normalised gain over stakeholders (reported, not rewarded)."""
-    return min((u - d) / (b - d) for u, b, d in zip(table.u[i], table.best, table.status_quo))
+    return min(normalised_gain(u, b, d) for u, b, d in zip(table.u[i], table.best, table.status_quo))
 
 
 class ReconcileEnvironment(RoleEnvironment):

@@ -1,0 +1,71 @@
+"""ReconcileGPT when a stakeholder can gain nothing: its best admissible utility equals its status quo.
+
+Found by `officegym pipeline --config configs/roles_reconcile.yaml`: its baselines stage stopped
+because `role-random:0` claimed the rule score of a plan in such a scenario and `Table.score` divided
+by zero (issue 45).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import yaml
+
+from officegym.agent.loop import LoopConfig
+from officegym.agent.role_baselines import make_baseline_policy, random_answer, scenario_of
+from officegym.core import registry
+from officegym.core.rollout_row import officegym_of
+from officegym.core.task import Task
+from officegym.envs.roles import reconcile
+from officegym.eval.run import run_eval
+from officegym.sdg.env_tasks import generate_env_tasks
+
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "roles_reconcile.yaml"
+CRASHED = "reconcile-0-00042"  # the test task whose random answer raised ZeroDivisionError
+
+
+def pipeline_test_tasks() -> list[Task]:
+    """The tasks the pipeline's baselines stage plays: its tasks stage, then the eval cap."""
+    cfg = yaml.safe_load(CONFIG.read_text())
+    t, e = cfg["tasks"], cfg["eval"]
+    env = registry.make(cfg["env"])
+    rows = generate_env_tasks(env, t["n"], t["seed"], tuple(t["difficulty"]), name=cfg["env"],
+                              fractions=tuple(t["fractions"])).rows[e["split"]]
+    return [Task.from_row(r) for r in rows[: e["max_tasks"]]]
+
+
+def test_normalised_gain_without_a_possible_gain():
+    assert reconcile.normalised_gain(7, 10, 4) == 0.5  # the ordinary ratio
+    assert reconcile.normalised_gain(60, 60, 60) == 1.0  # gets its best, which is its status quo
+    assert reconcile.normalised_gain(61, 60, 60) == 1.0  # a vetoed plan above its best
+    assert reconcile.normalised_gain(55, 60, 60) == 0.0
+    assert reconcile.normalised_gain(55, 50, 60) == 1.0  # best below the status quo
+    assert reconcile.normalised_gain(40, -math.inf, 60) == 1.0  # every plan vetoed
+
+
+def test_the_pipeline_scenario_scores_and_grades_without_error():
+    task = next(t for t in pipeline_test_tasks() if t.id == CRASHED)
+    s = scenario_of(task)
+    table = reconcile.Table(s.public)
+    assert s.infeasible and s.public["rule"] == "utilitarian"
+    assert table.best[0] == table.status_quo[0] == 60  # the stakeholder with no possible gain
+    scores = [table.score(i) for i in range(len(s.public["plans"]))]
+    assert all(math.isfinite(x) for x in scores)
+    answer = random_answer(s, random.Random(f"0:{task.id}"))  # what role-random:0 submitted
+    assert answer.name == reconcile.SUBMIT and math.isfinite(answer.arguments["claimed_score"])
+    verdict = registry.make("roles/reconcile").verify(task, [*s.lookups, answer])
+    assert (verdict.reward, verdict.details["label"]) == (0.0, "missed_escalation")
+    assert reconcile.evaluate(s.public, 0)["score"] is None  # the calculator still says why it has none
+
+
+def test_the_baselines_stage_finishes_every_rollout(tmp_path):
+    tasks = pipeline_test_tasks()
+    assert CRASHED in {t.id for t in tasks}
+    result = run_eval(registry.make("roles/reconcile"), tasks, make_baseline_policy("role-random:0"), tmp_path,
+                      config=LoopConfig(max_steps=2))
+    assert len(result.rows) == len(tasks) == 16
+    assert not [r for r in result.rows if officegym_of(r).get("error")]
+    crashed = next(r for r in result.rows if officegym_of(r)["task_id"] == CRASHED)
+    assert crashed["reward"] == 0.0 and officegym_of(crashed)["verdict"]["label"] == "missed_escalation"
