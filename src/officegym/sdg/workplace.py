@@ -14,7 +14,7 @@ from officegym.core.types import ToolCall, ToolSpec
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.specs import TOOL_SPECS
 from officegym.envs.workplace.state import outcome_row
-from officegym.envs.workplace.tasks import TEMPLATES, NoTask, WorldView
+from officegym.envs.workplace.tasks import TEMPLATES, NoTask, WorldView, surface
 from officegym.envs.workplace.tools import WRITE_TOOLS
 from officegym.envs.workplace.world import COMPARED_TABLES, World, load_world
 from officegym.sdg.engine import TemplateError
@@ -34,6 +34,10 @@ def system_prompt(now: str) -> str:
     return (f"Today's date is {t.strftime('%A')}, {t.strftime('%Y-%m-%d')} and the current time is "
             f"{t.strftime('%H:%M:%S')}. Remember the current date and time when answering queries. "
             "Meetings must not start before 9am or end after 6pm.")
+
+
+TOOL_MODES = ("all", "domain", "mixed")
+WORDINGS = ("base", "composed")
 
 
 def offered_tools(domains: tuple[str, ...], mode: str) -> list[dict[str, Any]]:
@@ -102,7 +106,15 @@ def world_id_of(path: str | Path, world: World) -> str:
 class WorkplaceSource:
     """Candidates from every registered template over one world."""
 
-    def __init__(self, world: World | str | Path, world_id: str | None = None, templates: list[str] | None = None):
+    def __init__(self, world: World | str | Path, world_id: str | None = None, templates: list[str] | None = None,
+                 wordings: str = "base", do_nothing_weight: int = 4):
+        """`wordings`: "base" fills a template's phrasings as written; "composed" adds surface
+        features (frames, verb synonyms, quotes, name case, typos: tasks/surface.py).
+        `do_nothing_weight`: draws per round of a template that can ask to change nothing."""
+        if wordings not in WORDINGS:
+            raise ValueError(f"wordings must be one of {', '.join(WORDINGS)}, got {wordings!r}")
+        self.wordings = wordings
+        self.do_nothing_weight = do_nothing_weight
         if not isinstance(world, World):
             path = world
             world = load_world(path)
@@ -120,7 +132,7 @@ class WorkplaceSource:
         return list(self._templates)
 
     def weight(self, template_id: str) -> int:
-        return 4 if TEMPLATES[template_id].can_do_nothing else 1
+        return self.do_nothing_weight if TEMPLATES[template_id].can_do_nothing else 1
 
     def propose(self, template_id: str, rng: random.Random) -> Candidate | None:
         tpl = TEMPLATES[template_id]
@@ -133,16 +145,22 @@ class WorkplaceSource:
         if plan is None:
             return None
         index = plan.phrasing if plan.phrasing is not None else rng.randrange(len(tpl.phrasings))
+        meta: dict[str, Any] = {}
         try:
-            query = tpl.phrasings[index].format(**plan.slots)
+            if self.wordings == "composed":
+                wording = surface.draw(tpl.phrasings[index], index, rng)
+                query = surface.render(tpl.phrasings[index], plan.slots, wording, rng)
+                meta["wording"] = wording
+            else:
+                query = tpl.phrasings[index].format(**plan.slots)
+                query = query[:1].upper() + query[1:]
         except (KeyError, IndexError, ValueError) as exc:
             raise TemplateError(f"{template_id}: phrasing {index} cannot be filled: {exc!r}") from exc
-        query = query[:1].upper() + query[1:]
         return Candidate(
             template=template_id, category=tpl.category, domains=tpl.domains, query=query, calls=list(plan.calls),
             world_id=self.world_id, phrasing=index, conditions=plan.conditions, date_steps=plan.date_steps,
             trigger=plan.trigger, trigger_expected=plan.trigger_expected, tempting=list(plan.tempting),
-            slots=dict(plan.slots),
+            slots=dict(plan.slots), meta=meta,
         )
 
 
@@ -152,9 +170,13 @@ def task_id(c: Candidate) -> str:
     return f"{c.world_id}-{c.template}-{digest}"
 
 
-def task_row(c: Candidate, *, now: str, tools: str, difficulty: int, reads: int, writes: int, split: str) -> dict[str, Any]:
-    """A NeMo Gym JSONL row (the official dataset's keys) plus our metadata."""
-    return {
+def task_row(c: Candidate, *, now: str, tools: str, difficulty: int, reads: int, writes: int, split: str,
+             subset: str = "trained") -> dict[str, Any]:
+    """A NeMo Gym JSONL row (the official dataset's keys) plus our metadata. `tools` is "all" or
+    "domain" here (a "mixed" dataset decides per task); `subset` says what the test split measures:
+    "trained" (a new fill of a trained template and wording), "heldout_template" or "heldout_wording"."""
+    wording = c.meta.get("wording")
+    row = {
         "id": task_id(c),
         "responses_create_params": {
             "input": [{"role": "system", "content": system_prompt(now)}, {"role": "user", "content": c.query}],
@@ -175,4 +197,10 @@ def task_row(c: Candidate, *, now: str, tools: str, difficulty: int, reads: int,
         "conditions": c.conditions,
         "date_steps": c.date_steps,
         "do_nothing": writes == 0,
+        "tools_offered": tools,
+        "subset": subset,
     }
+    if wording is not None:
+        row["wording"] = wording.key()
+        row["wording_features"] = list(wording.features())
+    return row
