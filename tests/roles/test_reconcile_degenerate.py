@@ -12,13 +12,17 @@ import random
 from pathlib import Path
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from officegym.agent.loop import LoopConfig
 from officegym.agent.role_baselines import make_baseline_policy, random_answer, scenario_of
 from officegym.core import registry
 from officegym.core.rollout_row import officegym_of
 from officegym.core.task import Task
+from officegym.core.types import ToolCall
 from officegym.envs.roles import reconcile
+from officegym.envs.roles.base import Scenario
 from officegym.eval.run import run_eval
 from officegym.sdg.env_tasks import generate_env_tasks
 
@@ -69,3 +73,41 @@ def test_the_baselines_stage_finishes_every_rollout(tmp_path):
     assert not [r for r in result.rows if officegym_of(r).get("error")]
     crashed = next(r for r in result.rows if officegym_of(r)["task_id"] == CRASHED)
     assert crashed["reward"] == 0.0 and officegym_of(crashed)["verdict"]["label"] == "missed_escalation"
+
+
+VETOES = ({"field": "vendor", "equals": "vendor-a"}, {"field": "compliance", "below": 5},
+          {"field": "timeline_weeks", "below": 12}, {"field": "risk_reduction", "below": 11})  # the last: every plan
+
+
+@st.composite
+def tables(draw) -> dict:
+    """Any small ReconcileGPT table: status quos anywhere (at, above or below every utility), weights
+    that may all be zero, vetoes that may bar every plan."""
+    names = draw(st.lists(st.sampled_from(reconcile.STAKEHOLDERS), min_size=1, max_size=4, unique=True))
+    score = st.integers(0, 10)
+    plans = [{"id": f"PLAN-{k + 1:02d}", "vendor": draw(st.sampled_from(reconcile.VENDORS)),
+              "timeline_weeks": draw(st.sampled_from(reconcile.TIMELINES)), "budget_k_usd": 500, "scope": ["api"],
+              "scores": {a: draw(score) for a in reconcile.ATTRIBUTES}} for k in range(draw(st.integers(1, 5)))]
+    memos = [{"agent": n, "weights": {a: draw(st.integers(0, 5)) for a in reconcile.ATTRIBUTES},
+              "status_quo_utility": draw(st.integers(-5, 260)), "bargaining_weight": draw(st.integers(1, 2)),
+              "vetoes": draw(st.lists(st.sampled_from(VETOES), max_size=2))} for n in names]
+    return {"stakeholders": names, "rule": draw(st.sampled_from(("utilitarian", "maxmin", "nash"))),
+            "plans": plans, "memos": memos}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(tables())
+def test_any_table_scores_and_grades_within_bounds(public):
+    found = reconcile.labels(public)
+    table = reconcile.Table(public)
+    for i, plan in enumerate(public["plans"]):
+        assert math.isfinite(table.score(i))
+        shown = reconcile.evaluate(public, i)["score"]
+        assert shown is None or math.isfinite(shown)
+        s = Scenario("reconcile", 0, 5, found["best"] is None, False, public,
+                     {**found, "why_infeasible": "", "optimum_note": ""}, "", (), ToolCall("escalate", {}))
+        answer = ToolCall(reconcile.SUBMIT, {"plan_id": plan["id"], "claimed_score": table.score(i),
+                                             "conflicts": [p.split("|") for p in found["conflicts"]],
+                                             "binding_vetoes": found["binding_vetoes"]})
+        grade = reconcile.grade(s, answer)
+        assert 0.0 <= grade.reward <= 1.0 and all(math.isfinite(v) for v in grade.components.values())

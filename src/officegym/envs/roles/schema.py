@@ -15,7 +15,7 @@ _TYPE_NAMES = {
     "array": "a list",
     "string": "a string",
     "integer": "an integer",
-    "number": "a number",
+    "number": "a finite number",
     "boolean": "true or false",
 }
 
@@ -36,8 +36,17 @@ def _is_type(value: Any, kind: str | None) -> bool:
             return False
         return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
     return True
+
+
+def _finite(value: int | float) -> bool:
+    """Whether the graders can do float arithmetic with it: not NaN or infinite, and an int (JSON has
+    no size limit) within float's range; a larger one would raise OverflowError in every sum."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def schema_error(value: Any, schema: dict[str, Any], path: str = "arguments") -> str | None:
