@@ -48,7 +48,10 @@ def generate_tasks_command(
     world: Annotated[list[Path] | None, typer.Option("--world", help="World folder (repeat for several; default: the generated world of seed 0).")] = None,
     holdout_templates: Annotated[int, typer.Option("--holdout-templates", help="Put all tasks of K randomly chosen templates in test only.")] = 0,
     holdout_worlds: Annotated[int, typer.Option("--holdout-worlds", help="Put all tasks of K of the worlds in test only.")] = 0,
-    tools: Annotated[str, typer.Option("--tools", help="Tools offered per task: all (the 27) or domain (the task's domains plus the directory).")] = "all",
+    tools: Annotated[str, typer.Option("--tools", help="Tools offered per task: all (the 27), domain (the task's domains plus the directory), or mixed (all 27 for a share --all-tools-share of the tasks, domain for the rest).")] = "all",
+    all_tools_share: Annotated[float, typer.Option("--all-tools-share", min=0.0, max=1.0, help="With --tools mixed: the share of tasks offered all 27 tools.")] = 0.5,
+    wordings: Annotated[str, typer.Option("--wordings", help="composed: phrasings said many ways (sentence frames, verb synonyms, quotes, name case, typos); base: each template's phrasings as written.")] = "composed",
+    holdout_wordings: Annotated[int, typer.Option("--holdout-wordings", min=0, help="Hold out K surface features (e.g. frame:could_you, typo:yes): their tasks go to test only, as the held-out-wording subset.")] = 0,
     env: Annotated[str, typer.Option("--env", help="Environment: workplace, or another registered generator such as roles/cost.")] = "workplace",
     teacher: Annotated[str | None, typer.Option("--teacher", help="OpenAI-compatible base URL of an LLM that paraphrases queries and writes reasoning trajectories (kept only if they replay to the computed state).")] = None,
     teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
@@ -87,7 +90,8 @@ def generate_tasks_command(
         job = bar.add_task("generating tasks", total=n)
         try:
             ds = build_dataset(worlds, n, seed, holdout_templates, holdout_worlds, tools,
-                               on_accept=lambda _a: bar.advance(job))
+                               on_accept=lambda _a: bar.advance(job), wordings=wordings,
+                               holdout_wordings=holdout_wordings, all_tools_share=all_tools_share)
         except (ValueError, WorldFormatError, OSError) as exc:
             fail(str(exc))
     if ds.total < n:

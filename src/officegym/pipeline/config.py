@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from officegym.bench.bfcl_pipeline import BfclSection
+from officegym.eval.defaults import EVAL_DEFAULTS
 from officegym.train.config import load_config
 
 STAGES = ("world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
@@ -26,8 +27,22 @@ class WorldSection(_Section):
 class TasksSection(_Section):
     n: int = Field(300, ge=1)
     seed: int = 0
-    tools: Literal["all", "domain"] = Field("domain", description="workplace: offer each task its domains' tools only")
+    tools: Literal["all", "domain", "mixed"] = Field(
+        "domain", description="workplace: offer each task its domains' tools (domain), all 27 (all, as NeMo Gym's "
+        "dataset does), or all 27 to a share all_tools_share of the tasks and the domains' to the rest (mixed)")
+    all_tools_share: float = Field(0.5, ge=0.0, le=1.0, description="workplace, tools: mixed: tasks offered all 27 tools")
     holdout_templates: int = Field(0, ge=0, description="workplace: templates held out whole for the test split")
+    wordings: Literal["base", "composed"] = Field(
+        "composed", description="workplace: each template's phrasings as written (base), or composed with surface "
+        "features: sentence frames, verb synonyms, quotes, name case, typos (envs/workplace/tasks/surface.py)")
+    holdout_wordings: int | list[str] = Field(
+        0, description="workplace, composed wordings: K surface features drawn by the seed, or the features named "
+        "('frame:could_you', 'typo:yes', ...), never trained on: their tasks go to the test split whole")
+    do_nothing_weight: int = Field(4, ge=1, description="workplace: draws per round of a template that can ask to "
+                                   "change nothing (more: more \"change nothing\" tasks)")
+    do_nothing_max: float = Field(0.2, ge=0.0, le=1.0, description="workplace: the most \"change nothing\" tasks may make up")
+    per_template_max: int | None = Field(None, ge=1, description="workplace: at most N tasks of a template per world "
+                                         "(templates with many possible fills would otherwise crowd out the rest)")
     templates: list[str] | None = Field(None, description="workplace: only these template ids (default: all)")
     demonstrated: list[str] | None = Field(
         None, description="templates whose ground truth SFT and GRPO's SFT term may imitate; the others are "
@@ -54,19 +69,22 @@ class TasksSection(_Section):
 class EvalSection(_Section):
     split: Literal["validation", "test"] = "validation"
     max_tasks: int | None = Field(64, ge=1)
+    per_subset: int | None = Field(None, ge=1, description="the first N tasks of each subset of the split (new fills "
+                                   "of trained templates, held-out templates, held-out wordings) instead of "
+                                   "max_tasks; metrics and the report give each subset apart")
     base_max_tasks: int | None = Field(None, ge=1, description="eval_base's own cap (the first tasks of the same "
                                        "split); null: max_tasks. An untrained model writes to its token limit "
                                        "every turn, so its evaluation costs the most and says the least")
     k: int = Field(1, ge=1)
-    max_steps: int = Field(6, ge=1)
-    max_new_tokens: int = Field(256, ge=1)
-    temperature: float = Field(0.0, ge=0)
+    max_steps: int = Field(EVAL_DEFAULTS.max_steps, ge=1)
+    max_new_tokens: int = Field(EVAL_DEFAULTS.max_new_tokens, ge=1)
+    temperature: float = Field(EVAL_DEFAULTS.temperature, ge=0)
     batch_size: int | None = Field(None, ge=1, description="hf: rows decoded together; null: 8 on a CPU, 64 on a GPU")
     threads: int | None = Field(None, ge=1)
     dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="weights for hf evaluation; bfloat16 "
                                                           "decodes faster on CPUs with AMX/AVX512-BF16")
     cuda_graphs: bool = Field(True, description="hf evaluation on a GPU: replay each batch's decoding step from a CUDA graph")
-    max_tool_output_chars: int | None = 2000
+    max_tool_output_chars: int | None = EVAL_DEFAULTS.max_tool_output_chars
     backend: Literal["hf", "vllm"] = Field("hf", description="vllm: the process's vLLM engine (started once, weights "
                                            "swapped per stage; pip install 'officegym[vllm]')")
     baselines: list[str] | None = Field(None, description="policies evaluated by the baselines stage on the same tasks "

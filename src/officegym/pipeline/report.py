@@ -21,6 +21,10 @@ from typing import Any
 from officegym.core.files import atomic_write
 from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.eval.stats import paired_reward_verdict, paired_verdict
+from officegym.pipeline.cells import acc_cell as _acc_cell
+from officegym.pipeline.cells import pct as _pct
+from officegym.pipeline.report_subsets import NOTE as SUBSET_NOTE
+from officegym.pipeline.report_subsets import subset_rows, subset_tests
 
 EVALS = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
 BASELINE = " (baseline)"
@@ -115,19 +119,6 @@ def review_lines(rounds: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _acc_cell(rate: dict[str, Any] | None) -> str:
-    """"47.6% [28.3, 67.6] (n=21)": accuracy, its 95% Wilson interval, the number of rollouts."""
-    if not rate or rate.get("accuracy") is None:
-        return "-"
-    ci = rate.get("ci95")
-    interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else ""
-    return f"{_pct(rate['accuracy'])}{interval} (n={rate.get('n', '?')})"
-
-
 def _reward_cell(m: dict[str, Any]) -> str:
     """"0.412 [0.350, 0.471] (n=50)": mean reward, its 95% interval (eval/stats.reward_interval), rollouts."""
     if m.get("mean_reward") is None:
@@ -214,6 +205,17 @@ def comparison_pairs(out: Path) -> list[tuple[tuple[Path, str], tuple[Path, str]
     if len(models) >= 2:
         pairs += [(b, models[-1]) for b in _baseline_folders(out) if (b[0] / "rollouts.jsonl").exists()]
     return pairs
+
+
+def _model_pairs(out: Path) -> list[tuple[str, list[dict[str, Any]], str, list[dict[str, Any]]]]:
+    """The compared pairs of model stages (no baselines) with their rollouts."""
+    def rows(folder: Path) -> list[dict[str, Any]]:
+        try:
+            return _rows(folder)
+        except ValueError:
+            return []
+    return [(la, rows(fa), lb, rows(fb)) for (fa, la), (fb, lb) in comparison_pairs(out)
+            if "baselines" not in (fa.parent.name, fb.parent.name)]
 
 
 def paired_tests(out: Path, graded: bool | None = None) -> list[dict[str, Any]]:
@@ -417,6 +419,11 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     md = ["# officegym pipeline report", "", f"Run folder: `{out}`. Config: `config.yaml`.", "",
           "## Before and after", "", intro, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
+    sub_rows, sub_tests = (subset_rows(metrics), subset_tests(out, _model_pairs(out))) if metrics and not graded else ([], [])
+    if sub_rows:
+        md += ["", "## What transfers: each subset apart", "", SUBSET_NOTE, "", "| " + " | ".join(header) + " |",
+               "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in sub_rows]
+        md += [""] + [f"- {t}" for t in sub_tests]
     if tests:
         md += ["", f"## {test_title}", ""] + ([test_note, ""] if test_note else []) + [f"- {t}" for t in sentences]
     if links:
@@ -471,12 +478,20 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
             f"<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td,th{{padding:.3em .8em;border-bottom:1px solid #ddd}}</style>"
             f"<h1>officegym pipeline report</h1><p>Run folder: <code>{html.escape(str(out))}</code></p>"
             f"<h2>Before and after</h2><p>{html.escape(intro)}</p>"
-            f"<table><tr>{cells}</tr>{body}</table>{tests_html}{links_html}"
+            f"<table><tr>{cells}</tr>{body}</table>{_subsets_html(cells, sub_rows, sub_tests)}{tests_html}{links_html}"
             f"{f'<p>{html.escape(sft_data)}</p>' if sft_data else ''}{bfcl_html}{_review_html(rounds)}{timing_html}"
             f"{val_html}<h2>Training curves</h2>{images}")
     html_path = out / "report.html"
     atomic_write(html_path, page)
     return md_path, html_path
+
+
+def _subsets_html(header_cells: str, rows: list[list[str]], tests: list[str]) -> str:
+    if not rows:
+        return ""
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return (f"<h2>What transfers: each subset apart</h2><p>{html.escape(SUBSET_NOTE)}</p><table><tr>{header_cells}</tr>"
+            f"{body}</table><ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in tests) + "</ul>")
 
 
 def _review_html(rounds: list[dict[str, Any]]) -> str:

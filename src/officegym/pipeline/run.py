@@ -86,8 +86,10 @@ class Pipeline:
                                 "pipeline has no tasks for it")
         if self.cfg.world.path is not None:
             raise PipelineError(f"world.path: {self.env_name} takes no world (its scenarios come from the task rows)")
-        if t.templates is not None or t.holdout_templates or t.demonstrated is not None:
-            raise PipelineError(f"tasks.templates / holdout_templates / demonstrated choose workplace templates; {self.env_name} "
+        if (t.templates is not None or t.holdout_templates or t.demonstrated is not None or t.holdout_wordings
+                or t.tools == "mixed"):
+            raise PipelineError(f"tasks.templates / holdout_templates / holdout_wordings / demonstrated / tools: mixed "
+                                f"choose workplace templates and prompts; {self.env_name} "
                                 "generates its own tasks (tasks.difficulty chooses their levels)")
 
     def sft_source(self) -> str:
@@ -265,7 +267,9 @@ class Pipeline:
             from officegym.sdg.dataset import build_dataset, write_dataset
 
             ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
-                               fractions=t.fractions)
+                               fractions=t.fractions, wordings=t.wordings, holdout_wordings=t.holdout_wordings,
+                               all_tools_share=t.all_tools_share, do_nothing_weight=t.do_nothing_weight,
+                               do_nothing_max=t.do_nothing_max, per_template_max=t.per_template_max)
             write_dataset(ds, self.tasks_dir)
             rows = ds.rows
         self.say(f"{sum(len(v) for v in rows.values())} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
@@ -284,7 +288,11 @@ class Pipeline:
 
     def _eval_tasks(self, stage: str = ""):
         tasks = self._split_tasks(self.cfg.eval.split, "eval")
-        cap = self.cfg.eval.max_tasks
+        if self.cfg.eval.per_subset:
+            from officegym.eval.subsets import select_per_subset
+
+            tasks = select_per_subset(tasks, self.cfg.eval.per_subset)
+        cap = None if self.cfg.eval.per_subset else self.cfg.eval.max_tasks
         if stage == "eval_base" and self.cfg.eval.base_max_tasks is not None:
             cap = min(cap or self.cfg.eval.base_max_tasks, self.cfg.eval.base_max_tasks)
         return tasks[:cap] if cap else tasks
@@ -303,11 +311,13 @@ class Pipeline:
         samples per task."""
         from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import make_policy, preflight
-        from officegym.core.policy import SamplingParams
+        from officegym.core.policy import PolicyUnusable, SamplingParams
         from officegym.core.rollout_row import officegym_of
+        from officegym.eval.defaults import EVAL_DEFAULTS
         from officegym.eval.metrics import compute_metrics
         from officegym.eval.report import write_report
         from officegym.eval.run import backend_failed, run_eval
+        from officegym.eval.subsets import subset_metrics
 
         e = self.cfg.eval
         tasks = tasks if tasks is not None else self._eval_tasks(name)
@@ -329,7 +339,8 @@ class Pipeline:
             raise PipelineError(f"{name}: {spec} cannot run: {problem}")
         steps, k = max_steps or e.max_steps, k or e.k
         config = LoopConfig(max_steps=steps, max_tool_output_chars=e.max_tool_output_chars,
-                            params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens, seed=0))
+                            params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens,
+                                                  seed=EVAL_DEFAULTS.seed))
         env = self.environment()
         out = out or self.out / name
         out.mkdir(parents=True, exist_ok=True)
@@ -347,7 +358,10 @@ class Pipeline:
         with progress(self.console) as bar:
             job = bar.add_task(name, total=len(tasks) * k, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
-                result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
+                try:
+                    result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
+                except PolicyUnusable as exc:  # a server that refuses tool calls, say: no rollout can run
+                    raise PipelineError(f"{name}: {exc}") from None
         failed = [r for r in result.rows if backend_failed(r)]
         if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
             self._bfcl(name, policy, spec)
@@ -358,6 +372,7 @@ class Pipeline:
             raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
                                 f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")
         metrics = compute_metrics(result.rows, tasks, env.write_tools)
+        metrics["subsets"] = subset_metrics(result.rows, tasks, env.write_tools)
         title = f"officegym pipeline, {name}: {spec}" + ("" if self.takes_world else f" on {self.env_name}")
         try:
             write_report(out, metrics, result.rows, title=title)
@@ -402,7 +417,8 @@ class Pipeline:
     def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
         return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
                 "env": self.env_name, "world": str(self.world_dir) if self.takes_world else None,
-                "tools": self.cfg.tasks.tools}
+                # mixed rows already carry the tools each task offers: keep them as they are
+                "tools": "all" if self.cfg.tasks.tools == "mixed" else self.cfg.tasks.tools}
 
     def _oracle_data(self) -> Path:
         """The oracle's rollouts on the train split (RUN/sft_data/rollouts.jsonl; resumable): each task

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -66,16 +66,21 @@ class GenerationReport:
 
 
 def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
-             do_nothing_max: float = 0.2, on_accept: Callable[[Accepted], None] | None = None) -> GenerationReport:
+             do_nothing_max: float = 0.2, on_accept: Callable[[Accepted], None] | None = None,
+             per_template_max: int | None = None) -> GenerationReport:
     """Up to `n` validated, unique tasks. A (world, template) pair retires after `patience` draws
-    in a row that give nothing new; generation ends early when every pair has retired. Tasks whose
-    right answer is to do nothing are kept to at most `do_nothing_max` of the total."""
+    in a row that give nothing new, or once it has `per_template_max` tasks that write and, for a
+    template that can ask to change nothing, as many that change nothing (so that templates with
+    many possible fills do not crowd out the rest); generation ends early when every pair has
+    retired. Tasks whose right answer is to do nothing are kept to at most `do_nothing_max`."""
     report = GenerationReport()
     start = time.perf_counter()
     dedup = Deduper()
     slots = [(s, t) for s in sources for t in s.template_ids() for _ in range(max(1, s.weight(t)))]
     rngs = {(s.world_id, t): random.Random(f"{seed}/{s.world_id}/{t}") for s, t in slots}
-    misses = Counter()
+    misses: Counter = Counter()
+    kept_per: Counter = Counter()           # ((world, template), changes nothing) -> tasks kept
+    full: dict[tuple[str, str], set[bool]] = defaultdict(set)
     live = list(range(len(slots)))
     retired: set[tuple[str, str]] = set()
     round_no = 0
@@ -91,7 +96,7 @@ def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
             if key in retired:
                 continue
             report.attempts += 1
-            kept = _attempt(source, tid, rngs[key], dedup, report, do_nothing_max)
+            kept = _attempt(source, tid, rngs[key], dedup, report, do_nothing_max, full.get(key, ()))
             if kept is None:
                 misses[key] += 1
                 if misses[key] >= patience:
@@ -100,14 +105,28 @@ def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
                     report.exhausted.append(f"{source.world_id}/{tid}")
             else:
                 misses[key] = 0
+                kept_per[key, kept.do_nothing] += 1
+                if per_template_max is not None and kept_per[key, kept.do_nothing] >= per_template_max:
+                    full[key].add(kept.do_nothing)
+                    # a template that can ask to change nothing retires when both kinds are full
+                    kinds = {False, True} if source_template_can_do_nothing(source, tid) else {False}
+                    if full[key] >= kinds:
+                        retired.add(key)
+                        live = [j for j in live if (slots[j][0].world_id, slots[j][1]) not in retired]
                 if on_accept:
                     on_accept(kept)
     report.seconds = time.perf_counter() - start
     return report
 
 
+def source_template_can_do_nothing(source: Source, tid: str) -> bool:
+    """Whether the template may ask to change nothing (sources that do not say: by its weight)."""
+    can = getattr(source, "can_do_nothing", None)
+    return bool(can(tid)) if can is not None else source.weight(tid) > 1
+
+
 def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, report: GenerationReport,
-             do_nothing_max: float) -> Accepted | None:
+             do_nothing_max: float, full: Collection[bool] = ()) -> Accepted | None:
     def reject(reason: str, detail: str) -> None:
         report.rejected[reason] += 1
         report.rejected_by_template[(tid, reason)] += 1
@@ -126,6 +145,8 @@ def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, repor
         reject(dup, cand.query)
         return None
     writes = sum(source.sandbox.is_write(c.name) for c in cand.calls)
+    if (writes == 0) in full:
+        return None  # this template has its share of tasks of this kind (per_template_max)
     if writes == 0 and report.accepted and report.do_nothing / len(report.accepted) >= do_nothing_max:
         return None  # enough do-nothing tasks for now; not a defect, so not counted as a rejection
     problem = validate(cand, source.sandbox)

@@ -131,6 +131,9 @@ class WorkplaceSource:
     def template_ids(self) -> list[str]:
         return list(self._templates)
 
+    def can_do_nothing(self, template_id: str) -> bool:
+        return TEMPLATES[template_id].can_do_nothing
+
     def weight(self, template_id: str) -> int:
         return self.do_nothing_weight if TEMPLATES[template_id].can_do_nothing else 1
 
