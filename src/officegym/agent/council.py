@@ -91,8 +91,9 @@ async def play_council(task: Task, seating: Seating, config: CouncilConfig, env:
     assert isinstance(episode, CouncilEpisode)
     loop_config = LoopConfig(max_steps=config.max_rounds, max_tool_output_chars=None, params=config.params)
     trajs, verdict = await play(episode, seating.submit, loop_config, task, seating.names)
-    assert episode.grade is not None
-    return CouncilOutcome(task.id, episode.state, episode.grade, verdict, trajs, time.perf_counter() - start)
+    # no grade when the council's own code raised: the loop made every seat an error row, and so is this
+    grade = episode.grade or Grade(verdict.reward, False, "error", {}, [str(verdict.details.get("error"))])
+    return CouncilOutcome(task.id, episode.state, grade, verdict, trajs, time.perf_counter() - start)
 
 
 async def run_council(task: Task, seats: Mapping[str, Policy], config: CouncilConfig | None = None,

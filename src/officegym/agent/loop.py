@@ -6,13 +6,20 @@ Gym's simple agent: a step is one model turn (which may carry several tool calls
 when the model answers without a tool call or after `max_steps` turns (calls made in the last turn
 are executed and count); every call the model made, valid or not, is what the verifier replays.
 Multi-agent environments (the council) build their own episode and play through the same loop.
+
+A failure ends its own rollout only, as an error row that says who failed (`Trajectory.error_source`):
+a policy call that fails is the backend's (or a scripted policy's) error for that turn; an exception
+from the environment's code (session, tools, verifier) or the reward function ends the rollout with
+stop_reason "error", the cause (type, message, where) in `error`, and reward 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +56,16 @@ def truncate(text: str, limit: int | None) -> tuple[str, bool]:
 async def _resolve(value: Any) -> Any:
     """In-process environments answer directly; remote ones (server/client.py) return awaitables."""
     return await value if inspect.isawaitable(value) else value
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as an error row shows it: type, message and the line that raised it."""
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ is not None else []
+    at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno} in {where[0].name})" if where else ""
+    return f"{type(exc).__name__}: {exc}{at}"
+
+
+ENVIRONMENT = "environment"  # Trajectory.error_source of a failure in the environment's or scorer's code
 
 
 RewardFn = Callable[[Task, Trajectory, Any], Any]
@@ -104,6 +121,11 @@ class ToolEpisode(Episode):
             await close()
         return await _resolve(self.env.verify(self.task, trajectories[self.SEAT].calls, self.config.mode))
 
+    async def abort(self) -> None:
+        close = getattr(self.session, "aclose", None)
+        if close is not None:
+            await close()
+
     def stop_reason(self, seat: str) -> str:
         return self.stop or "max_steps"
 
@@ -118,14 +140,41 @@ async def play(
 ) -> tuple[dict[str, Trajectory], Verdict]:
     """The one rollout loop: drive `episode` to its end, each seat's turns sent through its
     `submit`. Returns every seat's trajectory (verdict, team reward and the seat's components set)
-    and the verdict (see core/episode.py)."""
+    and the verdict (see core/episode.py). When the environment raises, every seat's trajectory is
+    an error row with the cause and the verdict says so (reward 0): the caller's other rollouts go on."""
     start = time.perf_counter()
     trajs = {s: Trajectory(task_id=task.id, policy=(names or {}).get(s, ""), sample_index=sample_index)
              for s in episode.seats}
+    convs: dict[str, list[dict[str, Any]]] = {s: [] for s in episode.seats}
+    env_clock = [0.0]  # seconds spent in the environment, kept when it fails part way
+    try:
+        verdict = await _drive(episode, submit, config, task, trajs, convs, env_clock)
+        ends = {s: (verdict.to_dict(), episode.components(s, verdict), episode.stop_reason(s)) for s in trajs}
+    except Exception as exc:  # a bug or outage in the environment: this rollout fails, the others go on
+        cause = error_text(exc)
+        with contextlib.suppress(Exception):
+            await _resolve(episode.abort())
+        verdict = failure_verdict(cause, config)
+        ends = {s: (verdict.to_dict(), {"outcome": 0.0}, "error") for s in trajs}
+        for traj in trajs.values():
+            traj.error, traj.error_source = cause, ENVIRONMENT
+    for seat, traj in trajs.items():
+        traj.messages = convs[seat]
+        traj.verdict, traj.reward_components, traj.stop_reason = ends[seat]
+        traj.reward = verdict.reward
+        traj.env_seconds = env_clock[0]
+        traj.seconds = time.perf_counter() - start
+    return trajs, verdict
+
+
+async def _drive(episode: Episode, submit: Mapping[str, Submit], config: LoopConfig, task: Task,
+                 trajs: dict[str, Trajectory], convs: dict[str, list[dict[str, Any]]], env_clock: list[float]) -> Verdict:
+    """`play`'s turns, from `start` to the verdict of `finish`; fills `convs` and `env_clock` as it goes."""
     t0 = time.perf_counter()
     await _resolve(episode.start())
-    env_seconds = time.perf_counter() - t0
-    convs = {s: list(episode.opening(s)) for s in episode.seats}
+    env_clock[0] += time.perf_counter() - t0
+    for s in episode.seats:
+        convs[s] = list(episode.opening(s))
     tools = {s: episode.tools(s) for s in episode.seats}
     previous: dict[str, Completion | None] = dict.fromkeys(episode.seats)
     used_ids: dict[str, set[str]] = {s: set() for s in episode.seats}
@@ -138,24 +187,36 @@ async def play(
             turn_index = len(trajs[seat].turns)
             requests.append(PolicyRequest(list(convs[seat]), tools[seat], task, turn_index, previous[seat]))
         if len(group) == 1:  # one seat (every single-agent turn): no task to gather
-            completions = [await submit[group[0]](requests[0])]
+            completions = [await _ask(submit[group[0]], requests[0])]
         else:
-            completions = await asyncio.gather(*(submit[seat](r) for seat, r in zip(group, requests)))
+            completions = await asyncio.gather(*(_ask(submit[seat], r) for seat, r in zip(group, requests)))
         for seat, completion in zip(group, completions):
             previous[seat] = completion
-            env_seconds += await _take_turn(episode, seat, completion, trajs[seat], convs[seat], used_ids[seat], config)
+            env_clock[0] += await _take_turn(episode, seat, completion, trajs[seat], convs[seat], used_ids[seat], config)
     t0 = time.perf_counter()
     verdict = await _resolve(episode.finish(trajs))
-    env_seconds += time.perf_counter() - t0
-    for seat, traj in trajs.items():
-        traj.messages = convs[seat]
-        traj.verdict = verdict.to_dict()
-        traj.reward = verdict.reward
-        traj.reward_components = episode.components(seat, verdict)
-        traj.stop_reason = episode.stop_reason(seat)
-        traj.env_seconds = env_seconds
-        traj.seconds = time.perf_counter() - start
-    return trajs, verdict
+    env_clock[0] += time.perf_counter() - t0
+    return verdict
+
+
+async def _ask(submit: Submit, request: PolicyRequest) -> Completion:
+    """One policy call; a `submit` that raises fails this turn as a backend error, not the episode."""
+    try:
+        return await submit(request)
+    except Exception as exc:
+        return Completion(finish_reason="error", error=error_text(exc))
+
+
+def failure_verdict(cause: str, config: LoopConfig) -> Verdict:
+    """The verdict of a rollout the environment failed: nothing was judged, so reward 0."""
+    return Verdict(0.0, False, config.mode or "error",
+                   details={"label": "error", "graded": False, "error": cause, "error_source": ENVIRONMENT})
+
+
+def _fail(traj: Trajectory, cause: str) -> None:
+    """Make a finished trajectory an error row of the environment (its reward function failed)."""
+    traj.error, traj.error_source, traj.stop_reason = cause, ENVIRONMENT, "error"
+    traj.reward, traj.reward_components = 0.0, {"outcome": 0.0}
 
 
 async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: Trajectory,
@@ -165,7 +226,7 @@ async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: 
     turn = Turn.from_completion(completion)
     traj.turns.append(turn)
     if completion.error:
-        traj.error = completion.error
+        traj.error, traj.error_source = completion.error, completion.error_source
         episode.end_turn(seat, completion, [])
         return 0.0
     calls = []
@@ -204,10 +265,13 @@ async def rollout(
     trajs, verdict = await play(ToolEpisode(env, task, config), {seat: submit}, config, task, {seat: policy_name},
                                 sample_index)
     traj = trajs[seat]
-    if reward_fn is not None:
-        result = reward_fn(task, traj, verdict)
-        traj.reward = float(result.total)
-        traj.reward_components = dict(result.components)
+    if reward_fn is not None and traj.error_source != ENVIRONMENT:
+        try:
+            result = reward_fn(task, traj, verdict)
+            traj.reward = float(result.total)
+            traj.reward_components = dict(result.components)
+        except Exception as exc:  # a scorer too: its failure is this rollout's, not the batch's
+            _fail(traj, f"reward function: {error_text(exc)}")
     return traj
 
 

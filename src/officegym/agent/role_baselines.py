@@ -31,6 +31,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from officegym.agent.loop import error_text
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
@@ -391,12 +392,16 @@ def _staged(r: PolicyRequest, s: Scenario, answer: Callable[[], ToolCall]) -> Co
 
 
 def _guarded(step: Callable[[PolicyRequest], Completion], r: PolicyRequest) -> Completion:
+    """One request's turn. A bug met on one scenario (here or in the scoring code a baseline calls)
+    fails that rollout alone, as the policy's error: deterministic, so a resumed eval keeps it."""
     if r.task is None:
         return Completion(text="No task.")
     try:
         return step(r)
     except ScenarioError as exc:
         return Completion(text=f"Cannot play this task: {exc}")
+    except Exception as exc:
+        return Completion(finish_reason="error", error=error_text(exc), error_source="policy")
 
 
 def make_baseline_policy(spec: str) -> Policy:

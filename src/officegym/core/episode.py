@@ -12,6 +12,8 @@ A single-agent environment is the one-seat case: agent/loop.py wraps any environ
 its own through `BaseEnvironment.episode`.
 
 `start`, `execute` and `finish` may return awaitables (a remote environment); the loop awaits them.
+When one of the episode's methods raises, the loop calls `abort` and records the rollout as an error
+of the environment (agent/loop.py): the episode needs no handler of its own.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ class Episode(ABC):
     @abstractmethod
     def finish(self, trajectories: Mapping[str, Trajectory]) -> Any:
         """The verdict of the finished episode (or an awaitable of it); every seat shares its reward."""
+
+    def abort(self) -> Any:
+        """The episode failed part way (one of its methods raised): release what `start` opened, such
+        as a remote session; may be awaitable. Its own errors are ignored."""
+        return None
 
     def stop_reason(self, seat: str) -> str:
         """Why the seat's episode ended: answered | length | error | max_steps."""

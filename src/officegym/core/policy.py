@@ -49,6 +49,9 @@ class Completion:
     completion_tokens: int = 0
     seconds: float = 0.0
     error: str | None = None
+    # Who failed when `error` is set: "backend" (the model backend, transient) or "policy" (a scripted
+    # policy's own code, deterministic); see Trajectory.error_source.
+    error_source: str = "backend"
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ A rollout row is the task row it was played from (see `Task.to_row`) plus three 
                 the model's messages, its `function_call`s and their `function_call_output`s
     reward      the reward the verifier (or the trainer's reward function) gave, a number
     officegym   officegym's own record, absent from NeMo Gym's rows: task_id, sample_index, policy,
-                reward_components, verdict, stop_reason, error, turns, invalid_fragments,
+                reward_components, verdict, stop_reason, error, error_source, turns, invalid_fragments,
                 call_status, tokens, seconds, env_seconds (a trainer adds step, group_id, ...)
 
 `officegym eval`, the trainers and the server write rows with the writer here (`rollout_row`,
@@ -81,6 +81,7 @@ def officegym_record(task: Task, traj: Trajectory) -> dict[str, Any]:
         "verdict": traj.verdict,
         "stop_reason": traj.stop_reason,
         "error": traj.error,
+        "error_source": traj.error_source,
         "turns": len(traj.turns),
         "invalid_fragments": [x for t in traj.turns for x in t.invalid],
         "call_status": [e.status for t in traj.turns for e in t.executions],
@@ -213,6 +214,23 @@ def parse(row: Any) -> RolloutRow:
     if not isinstance(response, dict) or not isinstance(response.get("output", []), list):
         raise RolloutRowError("rollout row has no response.output list")
     return RolloutRow(row)
+
+
+def error_source(row: Any) -> str | None:
+    """Who failed when the rollout ended in an error: "backend", "policy" or "environment" (see
+    `Trajectory.error_source`); None when it did not. Rows written before sources were recorded only
+    had backend errors."""
+    og = officegym_of(row)
+    if og.get("stop_reason") != "error" or not og.get("error"):
+        return None
+    return og.get("error_source") or "backend"
+
+
+def retryable(row: Any) -> bool:
+    """Whether a resumed run should play the rollout again: only when the model backend failed (a
+    transient fault). An error of a scripted policy or of the environment is deterministic, so the
+    row stays as it is, an error row with its cause, instead of failing the same way on every resume."""
+    return error_source(row) == "backend"
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, int]:

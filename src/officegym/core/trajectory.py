@@ -122,6 +122,10 @@ class Trajectory:
     verdict: dict[str, Any] | None = None
     stop_reason: str = ""  # answered | max_steps | length | error
     error: str | None = None
+    # Who failed, when `error` is set: "backend" (the model backend; transient, so eval retries it),
+    # "policy" (a scripted policy's own code) or "environment" (a session, tool, verifier or reward
+    # function raised); the last two are deterministic: a retry fails the same way.
+    error_source: str | None = None
     seconds: float = 0.0
     env_seconds: float = 0.0
     policy: str = ""
@@ -195,6 +199,7 @@ class Trajectory:
             "reward_components": self.reward_components,
             "stop_reason": self.stop_reason,
             "error": self.error,
+            "error_source": self.error_source,
             "seconds": self.seconds,
             "env_seconds": self.env_seconds,
             "turns": [t.to_dict() for t in self.turns],

@@ -12,7 +12,7 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy
 from officegym.core.protocols import Environment
-from officegym.core.rollout_row import officegym_of, rollout_row, row_key
+from officegym.core.rollout_row import officegym_of, retryable, rollout_row, row_key
 from officegym.core.task import Task
 
 ROLLOUTS = "rollouts.jsonl"
@@ -58,9 +58,11 @@ def run_eval(
     path = out_dir / ROLLOUTS
     rows = load_rollouts(path)
     # A rollout whose model call failed (backend error) is not done: it runs again, replacing the row.
-    failed = [r for r in rows if backend_failed(r)]
+    # An error of the environment or of a scripted policy would recur: its row stays (--fresh, or
+    # deleting the row, runs it again once the cause is fixed).
+    failed = [r for r in rows if retryable(r)]
     if failed:
-        rows = [r for r in rows if not backend_failed(r)]
+        rows = [r for r in rows if not retryable(r)]
         write_jsonl_rows(path, rows)
     done = {row_key(r) for r in rows}
     jobs = [(t, s) for t in tasks for s in range(k) if (str(t.id), s) not in done]

@@ -312,11 +312,11 @@ class Pipeline:
         from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import make_policy, preflight
         from officegym.core.policy import PolicyUnusable, SamplingParams
-        from officegym.core.rollout_row import officegym_of
+        from officegym.core.rollout_row import error_source, officegym_of, retryable
         from officegym.eval.defaults import EVAL_DEFAULTS
         from officegym.eval.metrics import compute_metrics
         from officegym.eval.report import write_report
-        from officegym.eval.run import backend_failed, run_eval
+        from officegym.eval.run import run_eval
         from officegym.eval.subsets import subset_metrics
 
         e = self.cfg.eval
@@ -362,7 +362,15 @@ class Pipeline:
                     result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
                 except PolicyUnusable as exc:  # a server that refuses tool calls, say: no rollout can run
                     raise PipelineError(f"{name}: {exc}") from None
-        failed = [r for r in result.rows if backend_failed(r)]
+        failed = [r for r in result.rows if retryable(r)]  # the model backend's: a rerun retries them
+        broken = [r for r in result.rows if error_source(r) in ("environment", "policy")]
+        if broken:  # deterministic: kept as error rows (not scored), not retried; the stage goes on
+            from rich.markup import escape
+
+            self.say(f"[yellow]{name}: {len(broken)} of {len(result.rows)} rollouts ended in an error of the "
+                     f"{error_source(broken[0])}, not the model backend (kept, not retried; fix it and delete "
+                     f"{escape(str(out / 'rollouts.jsonl'))} to rerun): "
+                     f"{escape(str(officegym_of(broken[0]).get('error')))}[/]")
         if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
             self._bfcl(name, policy, spec)
         close = getattr(policy, "close", None)
