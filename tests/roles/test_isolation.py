@@ -18,7 +18,7 @@ from officegym.core.rollout_row import error_source, officegym_of, retryable
 from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import CouncilEpisode
 from officegym.envs.roles.reconcile import ReconcileEnvironment
-from officegym.eval.run import run_eval
+from officegym.eval.run import backend_failed, run_eval
 from officegym.rewards import ShapedReward
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "roles_reconcile.yaml"
@@ -63,7 +63,7 @@ def test_a_scorer_that_raises_fails_its_rollout_alone(tmp_path):
     assert (og["stop_reason"], og["error_source"], bad["reward"]) == ("error", "environment", 0.0)
     assert og["error"].startswith("ZeroDivisionError: division by zero (at test_isolation.py:")
     assert og["verdict"]["label"] == "error" and og["verdict"]["error"] == og["error"]
-    assert error_source(bad) == "environment" and not retryable(bad)
+    assert error_source(bad) == "environment" and not retryable(bad) and not backend_failed(bad)
     others = [r for r in result.rows if r is not bad]
     assert len(others) == len(TASKS) - 1 and all(r["reward"] == 1.0 and error_source(r) is None for r in others)
     # resuming keeps the error row: the same scenario would fail the same way
@@ -143,7 +143,7 @@ def test_a_backend_failure_is_retried_on_resume(tmp_path):
     env, backend = ReconcileEnvironment(), FlakyBackend()
     first = run_eval(env, TASKS[:1] + TASKS[2:3], backend, tmp_path, max_batch=1)
     bad = next(r for r in first.rows if officegym_of(r)["task_id"] == BAD)
-    assert error_source(bad) == "backend" and retryable(bad)
+    assert error_source(bad) == "backend" and retryable(bad) and backend_failed(bad)
     assert officegym_of(bad)["error"].startswith("ConnectionError: backend went away")
     again = run_eval(env, TASKS[:1] + TASKS[2:3], backend, tmp_path)
     assert again.new == 1 and all(r["reward"] == 1.0 for r in again.rows)

@@ -12,7 +12,7 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy
 from officegym.core.protocols import Environment
-from officegym.core.rollout_row import officegym_of, retryable, rollout_row, row_key
+from officegym.core.rollout_row import retryable, rollout_row, row_key
 from officegym.core.task import Task
 
 ROLLOUTS = "rollouts.jsonl"
@@ -26,9 +26,9 @@ class EvalResult:
 
 
 def backend_failed(row: dict[str, Any]) -> bool:
-    """The rollout stopped because the model backend failed (not because of anything the model did)."""
-    og = officegym_of(row)
-    return og.get("stop_reason") == "error" and bool(og.get("error"))
+    """The rollout stopped because the model backend failed (not because of anything the model did,
+    nor because the environment or a scripted policy raised: see rollout_row.error_source)."""
+    return retryable(row)
 
 
 def load_rollouts(path: Path) -> list[dict[str, Any]]:
