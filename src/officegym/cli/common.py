@@ -82,8 +82,9 @@ def write_json(path: Path, data) -> None:
 
 
 def print_metrics(m: dict, title: str) -> None:
-    """The summary of an eval run's metrics as a table on the console."""
-    from officegym.eval.report import summary_rows
+    """The summary of an eval run's metrics as a table on the console, and below it, in red, the
+    rollouts that errored (not scored) and their main causes."""
+    from officegym.eval.report import errored_lines, summary_rows
 
     table = Table(title=title)
     table.add_column("metric")
@@ -93,3 +94,5 @@ def print_metrics(m: dict, title: str) -> None:
     for bucket, v in m["buckets"].items():
         table.add_row(f"accuracy, {bucket}", "-" if v["accuracy"] is None else f"{100 * v['accuracy']:.1f}% (n={v['n']})")
     console.print(table)
+    for i, line in enumerate(errored_lines(m)):
+        console.print(f"[bold red]{escape(line)}[/]" if i == 0 else f"[red]  {escape(line)}[/]", soft_wrap=True, highlight=False)

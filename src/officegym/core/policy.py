@@ -54,6 +54,11 @@ class Completion:
     error_source: str = "backend"
 
 
+class PolicyUnusable(RuntimeError):
+    """The backend can answer none of a run's requests (a server set up without tool calls, say): the
+    run stops at once with this message, where a failed turn would only fail its own rollout."""
+
+
 @runtime_checkable
 class Policy(Protocol):
     name: str

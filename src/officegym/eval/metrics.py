@@ -1,14 +1,16 @@
-"""Metrics over rollout rows: accuracy, pass@k / pass^k, buckets, breakdowns, error taxonomy."""
+"""Metrics over rollout rows: accuracy, pass@k / pass^k, buckets, breakdowns, error taxonomy, all
+over the rollouts that ran; those that ended in an error (the model backend, a scripted policy or
+the environment failed) are counted apart, with their causes."""
 
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from math import comb
 from typing import Any
 
-from officegym.core.rollout_row import RolloutRow, officegym_of
+from officegym.core.rollout_row import RolloutRow, error_source, officegym_of
 from officegym.core.task import Task
 from officegym.eval.stats import reward_interval, wilson_interval
 from officegym.rewards.calls import count_calls
@@ -68,14 +70,33 @@ def classify_failure(row: dict[str, Any], gt_names: list[str], write_tools: froz
     return "wrong argument value"
 
 
+def errored(row: dict[str, Any]) -> bool:
+    """The rollout ended in an error (the model backend, a scripted policy or the environment
+    failed), not in anything the model did: it has no score."""
+    return error_source(row) is not None
+
+
+def errored_causes(rows: Iterable[dict[str, Any]], width: int = 300) -> dict[str, int]:
+    """The errors of `rows`, most frequent first: "who: message" (cut at `width`) -> rollouts."""
+    causes = Counter(f"{error_source(r)}: {str(officegym_of(r).get('error'))[:width]}" for r in rows if errored(r))
+    return dict(causes.most_common())
+
+
 def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: frozenset[str] | None = None) -> dict[str, Any]:
+    """Metrics of the rollouts that ran; those that ended in an error are counted apart (`errored`,
+    `errored_causes`): scored, a failed model call on a "change nothing" task would count as right."""
+    ran = [r for r in rows if not errored(r)]
+    return {**_scored(ran, tasks, write_tools), "errored": len(rows) - len(ran), "errored_causes": errored_causes(rows)}
+
+
+def _scored(rows: list[dict[str, Any]], tasks: list[Task], write_tools: frozenset[str] | None) -> dict[str, Any]:
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_task[RolloutRow(r).task_id].append(r)
     task_by_id = {str(t.id): t for t in tasks}
     n_rows = len(rows)
     if not n_rows:
-        return {"rollouts": 0}
+        return _nothing_scored()
     k = max(len(v) for v in by_task.values())
     accuracy = statistics.fmean(_matched(r) for r in rows)
     per_task = []
@@ -140,8 +161,22 @@ def compute_metrics(rows: list[dict[str, Any]], tasks: list[Task], write_tools: 
         # not exclusive: a failed rollout counts here whatever its primary kind above
         "failures_with_invalid_call": failed_with_invalid,
         "stop_reasons": _count(o.get("stop_reason", "") for o in og),
+        # an error the episode outlived (a multi-seat episode goes on without a failed seat's turn)
         "rollout_errors": sum(1 for o in og if o.get("error")),
         "reward_components": _mean_components(og),
+    }
+
+
+def _nothing_scored() -> dict[str, Any]:
+    """The metrics' shape when no rollout ran: no number stands for a score nothing earned."""
+    return {
+        "rollouts": 0, "tasks": 0, "samples_per_task": 0, "accuracy": None, "accuracy_ci95": None,
+        "mean_reward": None, "mean_reward_ci95": None, "pass_at_k": {}, "pass_hat_k": {}, "buckets": {},
+        "empty_ground_truth_share": None, "by": {"category": {}, "difficulty": {}, "template": {}},
+        "side_effect_rate": None, "invalid_call_rate": None, "rollouts_with_invalid_call": None,
+        "calls_per_rollout": None, "tokens_per_rollout": None, "seconds_per_rollout": None,
+        "env_share_of_time": None, "errors": dict.fromkeys(ERROR_KINDS, 0), "failures_with_invalid_call": 0,
+        "stop_reasons": {}, "rollout_errors": 0, "reward_components": {},
     }
 
 

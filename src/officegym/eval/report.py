@@ -15,6 +15,7 @@ from typing import Any
 from officegym.core.files import atomic_write
 from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.eval import plots
+from officegym.eval.metrics import errored as ended_in_error
 
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -29,26 +30,55 @@ def _pct(x: Any) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _num(x: Any, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
 def summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
-    """(metric, value) pairs summing up an eval run's metrics: the report's and the console's summary."""
-    rows = [
-        ("rollouts", str(m["rollouts"])),
+    """(metric, value) pairs summing up an eval run's metrics: the report's and the console's summary.
+    Every figure is over the scored rollouts; errored ones (an error, not the model, ended them) are a row apart."""
+    seconds = m.get("seconds_per_rollout") or {}
+    rows = [("rollouts scored", str(m["rollouts"]))]
+    if m.get("errored"):
+        rows.append(("errored rollouts (not scored)", str(m["errored"])))
+    rows += [
         ("tasks x samples", f"{m['tasks']} x {m['samples_per_task']}"),
         ("accuracy", _pct(m["accuracy"])),
-        ("mean reward", f"{m['mean_reward']:.3f}"),
+        ("mean reward", _num(m["mean_reward"], ".3f")),
     ]
     rows += [(f"pass@{k}", _pct(v)) for k, v in m["pass_at_k"].items()]
     rows += [(f"pass^{k}", _pct(v)) for k, v in m["pass_hat_k"].items()]
     rows += [
         ("side-effect rate", _pct(m["side_effect_rate"])),
         ("invalid-call rate", _pct(m["invalid_call_rate"])),
-        ("calls per rollout", f"{m['calls_per_rollout']:.2f}"),
-        ("tokens per rollout", f"{m['tokens_per_rollout']:.0f}"),
-        ("seconds per rollout (median)", f"{m['seconds_per_rollout']['median']:.3f}"),
+        ("calls per rollout", _num(m["calls_per_rollout"], ".2f")),
+        ("tokens per rollout", _num(m["tokens_per_rollout"], ".0f")),
+        ("seconds per rollout (median)", _num(seconds.get("median"), ".3f")),
         ("environment share of time", _pct(m["env_share_of_time"])),
-        ("rollouts that hit an error", str(m["rollout_errors"])),
     ]
+    if m.get("rollout_errors"):
+        rows.append(("scored rollouts that met an error", str(m["rollout_errors"])))
     return rows
+
+
+def errored_lines(m: dict[str, Any], most: int = 3) -> list[str]:
+    """What to say first about a run with errored rollouts: how many, and their main causes."""
+    n = m.get("errored") or 0
+    if not n:
+        return []
+    causes = list((m.get("errored_causes") or {}).items())
+    ran = m["rollouts"]
+    lines = [f"{n} of {n + ran} rollouts ended in an error and are not scored: "
+             + (f"every figure is over the {ran} that ran." if ran else "none ran, so there is no score.")]
+    lines += [f"{count} x {cause}" for cause, count in causes[:most]]
+    if len(causes) > most:
+        lines.append(f"... and {len(causes) - most} other causes ({sum(c for _, c in causes[most:])} rollouts)")
+    return lines
+
+
+def _cause(og: dict[str, Any]) -> str:
+    """Who failed and how, from a row's officegym block (rows from before sources were kept: the backend)."""
+    return f"{og.get('error_source') or 'backend'}: {og.get('error')}"
 
 
 def _plots(m: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bytes]:
@@ -63,6 +93,8 @@ def _plots(m: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bytes]:
     if buckets:
         out["accuracy_by_writes.png"] = plots.bar_png("accuracy by ground-truth writes", list(buckets), list(buckets.values()))
     calls = [len(RolloutRow(r).function_call_items) for r in rows]
+    if not calls:
+        return out
     out["calls_per_rollout.png"] = plots.hist_png("tool calls per rollout", calls, "calls", bins=max(1, min(20, max(calls, default=0) + 1)))
     return out
 
@@ -113,6 +145,9 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def _sections(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     sections = [("Summary", ["metric", "value"], [list(r) for r in summary_rows(m)])]
+    if m.get("errored"):
+        sections.append(("Errored rollouts by cause (not scored)", ["cause", "rollouts"],
+                         [[cause, str(n)] for cause, n in (m.get("errored_causes") or {}).items()]))
     sections.append(("By ground-truth writes", ["bucket", "rollouts", "accuracy"],
                      [[b, str(v["n"]), _pct(v["accuracy"])] for b, v in m["buckets"].items()]))
     for group in ("category", "difficulty", "template"):
@@ -146,7 +181,7 @@ def _label_section(rows: list[dict[str, Any]]) -> tuple[str, list[str], list[lis
 
 
 def _notes(m: dict[str, Any]) -> list[str]:
-    notes = []
+    notes = errored_lines(m)[:1]
     share = m.get("empty_ground_truth_share")
     if share:
         notes.append(
@@ -158,6 +193,8 @@ def _notes(m: dict[str, Any]) -> list[str]:
 
 def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, Any]], title: str = "officegym eval") -> tuple[Path, Path]:
     """Write report.html (self-contained) and report.md (+ plots/*.png) into out_dir."""
+    errored = [r for r in rows if ended_in_error(r)]
+    rows = [r for r in rows if not ended_in_error(r)]  # what the figures are over
     pngs = _plots(metrics, rows)
     for name, data in pngs.items():
         atomic_write(out_dir / "plots" / name, data)
@@ -188,6 +225,11 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         h.append(f"<details id='f{i}'><summary><span class='bad'>task {html.escape(str(og.get('task_id')))} "
                  f"sample {og.get('sample_index')}</span> — stop: {html.escape(str(og.get('stop_reason')))}</summary>")
         h.append(_transcript(r) + _diff(r) + "</details>")
+    if errored:
+        h.append(f"<h2>Errored rollouts ({len(errored)}, not scored)</h2><ul>")
+        h += [f"<li>task {html.escape(str(og.get('task_id')))} sample {og.get('sample_index')}: "
+              f"{html.escape(_cause(og))}</li>" for og in map(officegym_of, errored)]
+        h.append("</ul>")
     h.append("</body></html>")
     html_path = out_dir / "report.html"
     atomic_write(html_path, "\n".join(h))
@@ -209,6 +251,10 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
             continue
         tables = ", ".join(verdict.get("diff") or {}) or "no state diff"
         md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: stop {og.get('stop_reason')}; tables differing: {tables}")
+    if errored:
+        md += ["", f"## Errored rollouts ({len(errored)}, not scored)", ""]
+        md += [f"- task {og.get('task_id')} sample {og.get('sample_index')}: {_cause(og)}"
+               for og in map(officegym_of, errored[:50])]
     md_path = out_dir / "report.md"
     atomic_write(md_path, "\n".join(md) + "\n")
     return html_path, md_path
@@ -217,14 +263,15 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
 def compare_table(runs: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """Rows of key metrics, one column per run."""
     names = list(runs)
-    keys = [("accuracy", lambda m: _pct(m["accuracy"])), ("mean reward", lambda m: f"{m['mean_reward']:.3f}")]
+    keys = [("accuracy", lambda m: _pct(m["accuracy"])), ("mean reward", lambda m: _num(m["mean_reward"], ".3f"))]
     keys += [(f"pass@{k}", lambda m, k=k: _pct(m["pass_at_k"].get(k))) for k in sorted({k for m in runs.values() for k in m["pass_at_k"]})]
     keys += [
         ("accuracy, >= 1 write", lambda m: _pct(m["buckets"].get(">= 1 write", {}).get("accuracy"))),
         ("accuracy, empty ground truth", lambda m: _pct(m["buckets"].get("empty ground truth", {}).get("accuracy"))),
         ("side-effect rate", lambda m: _pct(m["side_effect_rate"])),
         ("invalid-call rate", lambda m: _pct(m["invalid_call_rate"])),
-        ("calls per rollout", lambda m: f"{m['calls_per_rollout']:.2f}"),
+        ("calls per rollout", lambda m: _num(m["calls_per_rollout"], ".2f")),
         ("rollouts", lambda m: str(m["rollouts"])),
+        ("errored rollouts (not scored)", lambda m: str(m.get("errored", 0))),
     ]
     return ["metric", *names], [[k, *(f(runs[n]) for n in names)] for k, f in keys]
