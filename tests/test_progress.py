@@ -77,3 +77,16 @@ def test_a_heartbeat_survives_a_failing_reader_and_stops_with_its_block():
         with heartbeat(bar, job, broken, every=0.01):
             threading.Event().wait(0.05)
     assert not any(t.name == "officegym-heartbeat" for t in threading.enumerate())
+
+
+def test_a_log_gets_a_line_at_once_for_each_new_step_and_throttled_lines_within_one():
+    buf = io.StringIO()
+    with progress(Console(file=buf, force_terminal=False, width=200), every=3600.0) as bar:
+        job = bar.add_task("rollouts", total=2, info="")
+        for info, step in [("loading m (0 s)", "loading m"), ("loading m (1 s)", "loading m"),
+                           ("prefill: 8 prompts (0 s)", "prefill: 8 prompts"), ("prefill: 8 prompts (1 s)", "prefill: 8 prompts"),
+                           ("1 model calls, 5 tokens", "model calls"), ("2 model calls, 9 tokens", "model calls")]:
+            bar.update(job, info=info, step=step)
+    assert [line.split(", ", 1)[1] for line in buf.getvalue().splitlines()] == [
+        "loading m (0 s)", "prefill: 8 prompts (0 s)", "1 model calls, 5 tokens"]
+

@@ -691,3 +691,24 @@ def test_batch_size_defaults_to_the_device(tiny_dir):
         HFPolicy(str(tiny_dir), batch_size=0)
     if torch.cuda.is_available():
         assert HFPolicy(str(tiny_dir), device="cuda").load().batch_size == 64
+
+
+def test_the_policy_says_what_it_is_doing_while_it_loads_and_generates(tiny_dir, monkeypatch):
+    """`phase` is what a heartbeat shows before the first call returns (progress.policy_activity)."""
+    seen: list[str] = []
+    real_load, real_forward = HFPolicy._load, HFPolicy._forward
+
+    def load(self):
+        seen.append(self.phase[0])
+        real_load(self)
+
+    def forward(self, *args, **kwargs):
+        seen.append(self.phase[0])
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(HFPolicy, "_load", load)
+    monkeypatch.setattr(HFPolicy, "_forward", forward)
+    policy = HFPolicy(str(tiny_dir), device="cpu", threads=1)
+    policy.complete_sync([_request("Hi")], SamplingParams(temperature=0.0, max_new_tokens=3))
+    assert seen[0] == f"loading {tiny_dir}" and seen[1].startswith("prefill: 1 prompts, up to ")
+    assert seen[-1] == "generating: 1 rows, up to 3 tokens" and policy.phase is None

@@ -103,6 +103,11 @@ class _Row:
     finish: str = ""
 
 
+def _thousands(n: int) -> str:
+    """4612 -> "4.6k": token counts as a heartbeat line shows them."""
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
 def _common_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
     first = seqs[0]
     n = min(len(s) for s in seqs)
@@ -189,6 +194,7 @@ class HFPolicy:
         self.graph_failure: str | None = None  # why recording a decoding graph failed (then eager steps)
         self.template_name = ""
         self.warnings: list[str] = []  # chat-template problems found while building the ledger
+        self.phase: tuple[str, float] | None = None  # what it is doing now and since when, for a heartbeat
         self.stats: dict[str, float] = {
             "calls": 0,
             "prompt_tokens": 0,
@@ -233,7 +239,11 @@ class HFPolicy:
         """Load the tokenizer and the model (once; later calls return at once)."""
         with self._lock:
             if self._model is None:
-                self._load()
+                self.phase = (f"loading {self.model_spec}", time.perf_counter())
+                try:
+                    self._load()
+                finally:
+                    self.phase = None
         return self
 
     def _load(self) -> None:
@@ -517,7 +527,10 @@ class HFPolicy:
         self.load()
         with self._lock:  # one generation at a time: torch's threads are shared anyway
             self._before_call()
-            return self._complete_locked(requests, params, max_new_tokens)
+            try:
+                return self._complete_locked(requests, params, max_new_tokens)
+            finally:
+                self.phase = None
 
     def _before_call(self) -> None:
         self._torch.set_num_threads(self.threads)
@@ -749,6 +762,7 @@ class HFPolicy:
             # written in place; a growing one would copy itself at every step.
             length = shared + width + max(rows[k].limit for k in live)
             version = self._weights_version()  # the kept prefixes and conversations are valid for it
+            self.phase = (f"prefill: {len(live)} prompts, up to {_thousands(shared + width)} tokens", time.perf_counter())
             if shared > 0:
                 kv = self._prefix_kv(seqs[0][:shared], version)
                 cache = self._cache_from([(k.expand(len(live), -1, -1, -1), v.expand(len(live), -1, -1, -1)) for k, v in kv], length)
@@ -775,6 +789,7 @@ class HFPolicy:
             # Where each live row's tokens start in the cache (its rest, then its completion).
             starts = [shared + width - len(r) for r in rests]
             next_pos = torch.tensor([len(s) for s in seqs], device=dev)
+            self.phase = (f"generating: {len(live)} rows, up to {max(rows[k].limit for k in live)} tokens", time.perf_counter())
             if self._graphs_apply(rows, live):
                 self._decode_static(rows, live, logits, cache, mask, next_pos, starts, shared, length, params, generator)
             else:
