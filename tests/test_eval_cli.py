@@ -134,6 +134,33 @@ def test_a_run_whose_rollouts_fail_in_the_backend_exits_non_zero(tmp_path, monke
 
     monkeypatch.setattr(scripted.OraclePolicy, "complete", broken)
     world, tasks = _small_run(tmp_path)
-    res = runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", str(world),
-                              "--out", str(tmp_path / "run")])
-    assert res.exit_code != 0 and "failed in the model backend" in " ".join(res.output.split())
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", str(world), "--out", str(out)])
+    said = " ".join(res.output.split())
+    assert res.exit_code != 0 and "3 of 3 rollouts failed in the model backend" in said
+    assert "3 x backend: RuntimeError: the model server went away" in said  # the cause, before the error line
+    # written all the same, and scored as nothing: not as the "change nothing" tasks' free points
+    assert len((out / "rollouts.jsonl").read_text().splitlines()) == 3
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["accuracy"] is None and metrics["errored"] == 3 and metrics["rollouts"] == 0
+    assert "none ran, so there is no score" in (out / "report.md").read_text()
+
+
+def test_eval_defaults_are_the_pipelines_and_are_said_at_the_start(tmp_path):
+    from officegym.pipeline.config import PipelineConfig
+
+    world, tasks = _small_run(tmp_path)
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["eval", "--policy", "noop", "--tasks", str(tasks), "--world", str(world), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    e = PipelineConfig().eval
+    info = json.loads((out / "run.json").read_text())
+    assert (info["temperature"], info["max_new_tokens"], info["max_steps"], info["max_tool_output_chars"], info["seed"]) == \
+        (e.temperature, e.max_new_tokens, e.max_steps, e.max_tool_output_chars, 0)
+    first = res.output.splitlines()[0]
+    assert first.startswith(f"settings: temperature {e.temperature:g}, {e.max_new_tokens} new tokens per turn, "
+                            f"{e.max_steps} steps, tool outputs cut at {e.max_tool_output_chars} characters")
+    res = runner.invoke(app, ["eval", "--policy", "noop", "--tasks", str(tasks), "--world", str(world), "--out", str(out),
+                              "--fresh", "--temperature", "0.7", "--max-tool-output-chars", "0"])
+    assert res.exit_code == 0 and "temperature 0.7" in res.output and "tool outputs uncut" in res.output
+    assert json.loads((out / "run.json").read_text())["max_tool_output_chars"] is None

@@ -90,3 +90,57 @@ def test_a_log_gets_a_line_at_once_for_each_new_step_and_throttled_lines_within_
     assert [line.split(", ", 1)[1] for line in buf.getvalue().splitlines()] == [
         "loading m (0 s)", "prefill: 8 prompts (0 s)", "1 model calls, 5 tokens"]
 
+
+class SlowPolicy:
+    """A model that takes its time to load and to answer, saying what it is doing as HFPolicy does."""
+
+    name = "slow"
+
+    def __init__(self):
+        self.stats = {"calls": 0, "completion_tokens": 0}
+        self.phase = None
+
+    async def _spend(self, what: str, seconds: float = 0.4) -> None:
+        import asyncio
+        import time
+
+        self.phase = (what, time.perf_counter())
+        await asyncio.sleep(seconds)
+
+    async def preflight(self):
+        await self._spend("loading slow-model")
+        self.phase = None
+        return None
+
+    async def complete(self, requests, params):
+        from officegym.core.policy import Completion
+
+        await self._spend("prefill: 1 prompts, up to 900 tokens")
+        await self._spend("generating: 1 rows, up to 256 tokens")
+        self.stats["calls"] += 1
+        self.stats["completion_tokens"] += 5
+        self.phase = None
+        return [Completion(text="nothing to do") for _ in requests]
+
+
+def test_eval_shows_a_slow_model_loading_and_its_first_call_before_any_rollout_ends(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from officegym import progress as progress_module
+    from officegym.agent import policies
+    from officegym.cli import app
+
+    runner = CliRunner()
+    world, tasks = tmp_path / "world", tmp_path / "tasks"
+    assert runner.invoke(app, ["generate", "world", "--seed", "1", "--size", "small", "--out", str(world)]).exit_code == 0
+    assert runner.invoke(app, ["generate", "tasks", "--world", str(world), "--n", "2", "--out", str(tasks)]).exit_code == 0
+    monkeypatch.setattr(progress_module, "HEARTBEAT_POLL", 0.05)
+    monkeypatch.setattr(policies, "make_policy", lambda spec, **options: SlowPolicy())
+    res = runner.invoke(app, ["eval", "--policy", "slow", "--tasks", str(tasks / "train.jsonl"), "--world", str(world),
+                              "--limit", "1", "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.output.splitlines() if line.startswith("rollouts: ")]
+    seen = [next(i for i, line in enumerate(lines) if what in line) for what in
+            ("starting slow (0 s)", "loading slow-model", "waiting for the first model answer", "prefill: 1 prompts",
+             "generating: 1 rows", "1 model calls, 5 tokens")]
+    assert seen == sorted(seen) and all(line.startswith("rollouts: 0/1") for line in lines[:seen[-1]])

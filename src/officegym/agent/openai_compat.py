@@ -1,8 +1,11 @@
 """`openai:` policy: any OpenAI-compatible server, Chat Completions or Responses API.
 
 Retries with exponential backoff and jitter on connection errors, timeouts, 429 and 5xx; other
-4xx answers fail at once with the server's message. A semaphore bounds concurrent requests. The API
-key comes from an environment variable (OPENAI_API_KEY by default), never from a config file.
+4xx answers fail the turn at once with the server's message. A server that refuses tool calls (vLLM
+started without a tool parser) also sets `unusable`, the error with the fix, so that an evaluation
+stops at once instead of scoring rollouts that all failed the same way. A semaphore bounds
+concurrent requests. The API key comes from an environment variable (OPENAI_API_KEY by default),
+never from a config file.
 """
 
 from __future__ import annotations
@@ -15,10 +18,32 @@ import time
 from typing import Any
 
 from officegym.agent.formats import chat_messages_to_responses_items, parse_text_tool_calls
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, PolicyRequest, PolicyUnusable, SamplingParams
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# What servers answer when they cannot take tools: vLLM without --enable-auto-tool-choice ('"auto" tool
+# choice requires --enable-auto-tool-choice and --tool-call-parser to be set'), llama.cpp without
+# --jinja ("tools param requires --jinja flag"), Ollama ("... does not support tools").
+TOOLS_REFUSED = ("tool choice", "tool_choice", "tool-call-parser", "tool_call_parser", "tools param requires",
+                 "does not support tools", "tools are not supported", "tool calls are not supported")
+
+
+class ToolCallsRefused(PolicyUnusable):
+    """The server answers requests that offer tools with an error: no rollout can run."""
+
+
+def tools_refused(status: int, text: str, url: str) -> ToolCallsRefused | None:
+    """The error that stops the run when an answer says the server takes no tool calls, with the fix."""
+    lowered = text.lower()
+    if status not in (400, 422) or not any(sign in lowered for sign in TOOLS_REFUSED):
+        return None
+    if "enable-auto-tool-choice" in lowered:
+        fix = "restart vLLM with --enable-auto-tool-choice --tool-call-parser hermes (or the parser for your model)"
+    else:
+        fix = "serve a model on a server that supports tool calls (vLLM: --enable-auto-tool-choice --tool-call-parser hermes)"
+    return ToolCallsRefused(f"the model server at {url} refuses tool calls (HTTP {status}: {text[:300]}); {fix}. "
+                            "The evaluation stopped: every rollout would have failed the same way")
 
 
 class OpenAIPolicy:
@@ -47,6 +72,8 @@ class OpenAIPolicy:
         self.name = f"openai:{model}"
         self._gate = asyncio.Semaphore(max(1, concurrency))
         self._client = None
+        self.stats: dict[str, float] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.unusable: ToolCallsRefused | None = None  # why no request of this run can succeed
 
     def _http(self):
         import httpx
@@ -138,6 +165,8 @@ class OpenAIPolicy:
                     last_error = f"HTTP {resp.status_code} from {url}: {resp.text[:300]}"
                     continue
                 if resp.status_code >= 400:
+                    if r.tools and self.unusable is None:
+                        self.unusable = tools_refused(resp.status_code, resp.text, self.base_url)
                     return Completion(finish_reason="error", error=f"HTTP {resp.status_code} from {url}: {resp.text[:500]}",
                                       seconds=time.perf_counter() - start)
                 try:
@@ -147,6 +176,9 @@ class OpenAIPolicy:
                     return Completion(finish_reason="error", error=f"unreadable answer from {url}: {exc}",
                                       seconds=time.perf_counter() - start)
                 completion.seconds = time.perf_counter() - start
+                self.stats["calls"] += 1
+                self.stats["prompt_tokens"] += completion.prompt_tokens or 0
+                self.stats["completion_tokens"] += completion.completion_tokens or 0
                 return completion
         return Completion(finish_reason="error", error=f"{last_error} (gave up after {self.max_retries + 1} attempts)",
                           seconds=time.perf_counter() - start)

@@ -3,6 +3,7 @@ evaluating a policy and reading eval runs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -36,6 +37,7 @@ from officegym.cli.ray_options import (
 )
 from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
+from officegym.eval.defaults import EVAL_DEFAULTS
 
 
 def tools(world: WorldOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print the tool schemas as JSON.")] = False) -> None:
@@ -76,14 +78,21 @@ def call(
         fail(f"the call of {tool} failed (its text above is what the model would see)")
 
 
+AllowMismatchOpt = Annotated[bool, typer.Option(
+    "--allow-world-mismatch", help="Use --world even when the rows say they were made in another world.")]
+
+
 def verify(
     rollouts: Annotated[Path, typer.Option("--rollouts", help="NeMo Gym rollout rows (JSONL).")],
     tasks: Annotated[Path | None, typer.Option("--tasks", help="Task rows; optional when rollouts carry ground_truth.")] = None,
-    world: WorldOpt = None,
+    world: Annotated[Path | None, typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the "
+                                               "world the rows were made in, else the generated world of seed 0).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
     out: Annotated[Path | None, typer.Option("--out", help="Write one JSON verdict per rollout here.")] = None,
+    allow_world_mismatch: AllowMismatchOpt = False,
 ) -> None:
     """Verify rollouts: one verdict line per rollout, in input order, and a summary."""
+    from officegym.cli.worlds import checked_rows, refuse_other_world, world_for, world_ids
     from officegym.core.task import TaskFormatError, iter_jsonl, read_tasks, write_jsonl
     from officegym.envs.workplace.rollouts import TaskIndex, verify_rollouts
     from officegym.envs.workplace.verify import MODES
@@ -95,12 +104,20 @@ def verify(
         input_file(tasks, "task file")
     if out is not None:
         output_file(out, "--out")
-    w = load_world(world)
     try:
         index = TaskIndex(read_tasks(tasks)) if tasks else None
+        rows = iter_jsonl(rollouts)
+        ids = world_ids(index.tasks) if index else []
+        if not ids and world is None:  # the first rollout says which world to build
+            first = next(rows, None)
+            ids = world_ids([first[1]]) if first is not None else []
+            rows = itertools.chain([first] if first is not None else [], rows)
+        path = world_for(world, ids, allow_world_mismatch)
+        w = load_world(path)
+        refuse_other_world(path, w, ids, allow_world_mismatch)
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends
         # the command before anything is written.
-        verdicts = list(verify_rollouts(w, iter_jsonl(rollouts), index, mode))
+        verdicts = list(verify_rollouts(w, checked_rows(rows, path, w, allow_world_mismatch), index, mode))
     except UnicodeDecodeError:
         input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
         raise
@@ -134,20 +151,23 @@ def eval_cmd(
     policy: Annotated[str, typer.Option("--policy", help="oracle | noop | random[:SEED] | greedy | role-random[:SEED] (role environments) | openai:MODEL | openai-responses:MODEL | hf:PATH | smollm2-135m | vllm:MODEL")],
     tasks: Annotated[Path, typer.Option("--tasks", help="Task rows (NeMo Gym JSONL).")],
     out: Annotated[Path, typer.Option("--out", help="Run folder: rollouts.jsonl, metrics.json, report.html/.md.")],
-    world: WorldOpt = None,
+    world: Annotated[Path | None, typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the "
+                                               "world the task rows were made in, else the generated world of seed 0).")] = None,
     env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the task rows name, else workplace.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: workplace outcome (default) or nemo_gym; roles exact.")] = None,
     reward: Annotated[str, typer.Option("--reward", help="outcome (the verifier's score), binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "outcome",
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1)] = 6,
-    temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
-    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Model turns per episode; the default is the pipeline's.")] = EVAL_DEFAULTS.max_steps,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature; the default is the pipeline's (greedy).")] = EVAL_DEFAULTS.temperature,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens per model turn; the default is the pipeline's.")] = EVAL_DEFAULTS.max_new_tokens,
+    max_tool_output_chars: Annotated[int, typer.Option("--max-tool-output-chars", min=0, help="Cut the tool outputs the model sees at this many characters (0: never); the default is the pipeline's.")] = EVAL_DEFAULTS.max_tool_output_chars or 0,
+    seed: Annotated[int | None, typer.Option("--seed", help="Sampling seed; the default is the pipeline's.")] = EVAL_DEFAULTS.seed,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
     chat_template: Annotated[str | None, typer.Option("--chat-template", help="hf: and vllm: policies: auto (default: the model's own when it renders tools, else officegym's) | officegym | officegym-signatures (tools as compact signatures) | model.")] = None,
+    allow_world_mismatch: AllowMismatchOpt = False,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
     ray_workers: RayWorkersOpt = 2,
@@ -155,22 +175,21 @@ def eval_cmd(
     ray_engines: RayEnginesOpt = None,
     ray_engine_gpus: RayEngineGpusOpt = None,
 ) -> None:
-    """Roll out a policy over tasks (resumable), then write metrics and a report. With --ray the
-    episodes run on Ray actors and stream into the same rollouts.jsonl."""
+    """Roll out a policy over tasks (resumable), then write metrics and a report; rollouts whose model
+    backend failed are not scored, and make the command exit non-zero. With --ray the episodes run
+    on Ray actors and stream into the same rollouts.jsonl."""
     from officegym.agent.loop import LoopConfig
     from officegym.agent.policies import PolicySpecError, make_policy
-    from officegym.core.environment import EnvironmentSetupError
-    from officegym.core.policy import SamplingParams
-    from officegym.eval.results import choose_environment, open_environment, run_title, write_results
+    from officegym.core.policy import PolicyUnusable, SamplingParams
+    from officegym.eval.defaults import settings_line
+    from officegym.eval.results import run_title, write_results
     from officegym.eval.run import backend_failed, run_eval
+    from officegym.progress import Stage, heartbeat, policy_activity, progress
 
     output_dir(out, "--out")
     task_list = read_task_file(tasks)[:limit]
-    try:
-        env_name = choose_environment(env, task_list)
-        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
-    except EnvironmentSetupError as exc:
-        fail(str(exc))
+    cap = max_tool_output_chars or None
+    env_name, environment, mode = _environment(env, world, mode, task_list, allow_world_mismatch)
     reward_fn = _reward(reward, environment.write_tools)
     options = {"base_url": base_url, "seed": seed, "environment": env_name}
     if chat_template is not None:
@@ -180,44 +199,66 @@ def eval_cmd(
     except (PolicySpecError, FileNotFoundError, OSError, ValueError) as exc:
         fail(str(exc))
     on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, ray_engines, ray_engine_gpus, policy, concurrency)
-    problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it
-    if problem:
-        fail(problem)
-    config = LoopConfig(max_steps=max_steps, mode=mode,
+    config = LoopConfig(max_steps=max_steps, max_tool_output_chars=cap, mode=mode,
                         params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
     run_info = {"policy": policy, "env": env_name, "tasks": str(tasks),
                 "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
-                "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
-                "base_url": base_url, "limit": limit}
+                "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens,
+                "max_tool_output_chars": cap, "seed": seed, "base_url": base_url, "limit": limit}
     if on_ray is not None:
         run_info["ray"] = {"address": on_ray.address, "workers": on_ray.workers, "engines": on_ray.engines}
-    out.mkdir(parents=True, exist_ok=True)
-    _check_run_env(out, env_name, policy, fresh)
-    write_json(out / "run.json", run_info)
-    from officegym.progress import heartbeat, policy_activity, progress
-
-    fleet = _start_fleet(on_ray, policy, options) if on_ray is not None else None
-    try:
-        with progress(console) as bar:
-            job = bar.add_task("rollouts", total=len(task_list) * k, info="")
+    console.print(settings_line(max_steps, temperature, max_new_tokens, cap, seed, k)
+                  + (f", world {environment.world_path}" if environment.world_path else ""), markup=False, soft_wrap=True)
+    stage = Stage(f"starting {policy}" if on_ray is None else "starting the Ray workers")
+    with progress(console) as bar:
+        job = bar.add_task("rollouts", total=len(task_list) * k, info="")
+        # from the first second: a model can load, and answer its first call, for minutes
+        with heartbeat(bar, job, lambda: policy_activity(pol, stage)) as beat:
+            problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it
+            if problem:
+                fail(problem)
+            out.mkdir(parents=True, exist_ok=True)
+            _check_run_env(out, env_name, policy, fresh)
+            write_json(out / "run.json", run_info)
+            fleet = _start_fleet(on_ray, policy, options) if on_ray is not None else None
+            stage.set("waiting for the first model answer" if fleet is None else "rolling out on the Ray workers")
+            beat()
             try:
-                with heartbeat(bar, job, lambda: policy_activity(pol) if fleet is None else None):
-                    result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
-                                      concurrency=concurrency, progress=lambda n: bar.advance(job, n), fleet=fleet,
-                                      env_spec=_env_spec(env_name, environment, mode))
-            except ValueError as exc:
+                result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
+                                  concurrency=concurrency, progress=lambda n: (beat(), bar.advance(job, n)), fleet=fleet,
+                                  env_spec=_env_spec(env_name, environment, mode))
+            except (ValueError, PolicyUnusable) as exc:
                 fail(str(exc))
-    finally:
-        if fleet is not None:
-            fleet.close()
+            finally:
+                if fleet is not None:
+                    fleet.close()
     metrics, html_path, _ = write_results(out, result.rows, task_list, environment.write_tools, run_title(policy, env_name))
     print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}", markup=False)
     failed = sum(backend_failed(r) for r in result.rows)
     if failed:
-        first = next(r for r in result.rows if backend_failed(r))
-        fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend (rerun to retry them): "
-             f"{(first.get('officegym') or {}).get('error')}")
+        fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend and are not scored "
+             "(rerun to retry them; causes above)")
+
+
+def _environment(env: str | None, world: Path | None, mode: str | None, tasks: list, allow_world_mismatch: bool):
+    """The environment's name, the environment and its verification mode for `tasks`: in the world
+    they were made in (cli/worlds.py), for one that takes a world. A problem ends the command."""
+    from officegym.cli.worlds import refuse_other_world, world_for, world_ids
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.eval.results import choose_environment, open_environment
+
+    try:
+        env_name = choose_environment(env, tasks)
+        ids = world_ids(tasks) if registry.takes_world(env_name) else []
+        if registry.takes_world(env_name):
+            world = world_for(world, ids, allow_world_mismatch)
+        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
+    except EnvironmentSetupError as exc:
+        fail(str(exc))
+    if ids and environment.world_path:
+        refuse_other_world(Path(environment.world_path), getattr(environment, "world", None), ids, allow_world_mismatch)
+    return env_name, environment, mode
 
 
 def _start_fleet(on_ray, policy: str, options: dict):
@@ -309,13 +350,16 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Eval run folder
 def paired_lines(run_dirs: list[Path]) -> list[str]:
     """Each run against the first, paired on the tasks both ran (runs without rollouts are left out)."""
     from officegym.core.files import load_appendable_jsonl
+    from officegym.eval.metrics import errored
     from officegym.eval.stats import paired_outcomes, paired_verdict
 
     def rows(d: Path) -> list | None:
+        """The run's scored rollouts (an errored one never ran: it is no outcome to pair)."""
         try:
-            return load_appendable_jsonl(d / "rollouts.jsonl") if (d / "rollouts.jsonl").is_file() else None
+            found = load_appendable_jsonl(d / "rollouts.jsonl") if (d / "rollouts.jsonl").is_file() else None
         except (OSError, ValueError):
             return None
+        return None if found is None else [r for r in found if not errored(r)]
 
     first = rows(run_dirs[0]) if run_dirs else None
     out = []

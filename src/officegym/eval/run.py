@@ -10,7 +10,7 @@ from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
-from officegym.core.policy import Policy
+from officegym.core.policy import Policy, PolicyUnusable
 from officegym.core.protocols import Environment
 from officegym.core.rollout_row import retryable, rollout_row, row_key
 from officegym.core.task import Task
@@ -53,7 +53,9 @@ def run_eval(
     """Roll out every (task, sample) not already in out_dir/rollouts.jsonl and append each as it
     finishes. `progress(advance)` is called once per finished rollout. With `fleet` (an
     agent.ray_rollouts.RolloutFleet) the episodes run on its Ray workers, in environments built
-    from `env_spec` (an EnvSpec of `env`), and their rows stream into the same file."""
+    from `env_spec` (an EnvSpec of `env`), and their rows stream into the same file. A policy that
+    finds it can serve none of them (its `unusable`, a PolicyUnusable) stops the run: that error is
+    raised, and the rows written so far stay."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ROLLOUTS
     rows = load_rollouts(path)
@@ -79,6 +81,9 @@ def run_eval(
             new_rows.append(row)
             if progress is not None:
                 progress(1)
+            unusable = getattr(policy, "unusable", None)
+            if isinstance(unusable, PolicyUnusable):  # every rollout left would fail the same way
+                raise unusable
 
         async def main() -> None:
             try:

@@ -1,0 +1,83 @@
+"""The world task rows are evaluated or verified in: the one they were made in.
+
+Rows of officegym's generator name their world (`world_id`, "seed7-reference" for a generated one);
+verified against another world, their ground truth names people and mails that are not there, and
+every score is wrong without a word. Rows without a `world_id` (NeMo Gym's dataset) name none and
+keep the given world, or the default one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from officegym.cli.common import console, default_world, fail
+
+MISMATCH_FLAG = "--allow-world-mismatch"
+
+
+def world_ids(rows: Iterable[Any]) -> list[str]:
+    """The worlds that task rows (Tasks or JSON rows) say they were made in, sorted."""
+    ids = set()
+    for row in rows:
+        meta = getattr(row, "metadata", row)
+        value = meta.get("world_id") if isinstance(meta, dict) else None
+        if isinstance(value, str) and value:
+            ids.add(value)
+    return sorted(ids)
+
+
+def world_for(given: Path | None, ids: list[str], allow_mismatch: bool = False) -> Path:
+    """The world folder to use: `given`; else the one the rows name, generated into the cache when it
+    is a generated world; else the default world. Rows naming a world that cannot be made end the
+    command with the --world to pass."""
+    if given is not None:
+        return given
+    if not ids:
+        return default_world()
+    if len(ids) > 1:
+        fail(f"the tasks were made in {len(ids)} worlds ({', '.join(ids)}): evaluate each world's tasks with its "
+             f"--world (or pass one --world and {MISMATCH_FLAG})")
+    from officegym.envs.workplace.generate.default import generated_world, parse_generated_id
+
+    generated = parse_generated_id(ids[0])
+    if generated is None:
+        fail(f"the tasks were made in world {ids[0]!r}: pass that world's folder with --world")
+    seed, size = generated
+    console.print(f"the tasks were made in world {ids[0]}: using the generated world of seed {seed} ({size} size); "
+                  "pass --world if it was generated with --now, --company or --user", markup=False)
+    return generated_world(seed, size, announce=lambda text: console.print(text, markup=False))
+
+
+def world_id_at(path: Path, world: Any) -> str:
+    """The id task rows made in the world at `path` carry."""
+    from officegym.sdg.workplace import world_id_of
+
+    return world_id_of(path, world)
+
+
+def refuse_other_world(path: Path, world: Any, ids: list[str], allow_mismatch: bool = False) -> None:
+    """End the command when the rows were made in another world than the one at `path`."""
+    if not ids or allow_mismatch:
+        return
+    have = world_id_at(path, world)
+    others = [i for i in ids if i != have]
+    if others:
+        fail(f"the tasks were made in world {others[0]}, but the world at {path} is {have}: pass --world with the "
+             f"world they were made in (or {MISMATCH_FLAG} to use this one anyway)")
+
+
+def checked_rows(rows: Iterable[tuple[int, Any]], path: Path, world: Any,
+                 allow_mismatch: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line, row) pairs as they stream by, ending the command at the first row made in another
+    world than the one at `path` (rows naming no world pass)."""
+    have = None  # worked out at the first row that names a world: NeMo Gym's rows never do
+    for lineno, row in rows:
+        value = row.get("world_id") if isinstance(row, dict) and not allow_mismatch else None
+        if isinstance(value, str) and value:
+            have = have or world_id_at(path, world)
+            if value != have:
+                fail(f"line {lineno}: the rollout was made in world {value}, but the world at {path} is {have}: "
+                     f"pass --world with the world it was made in (or {MISMATCH_FLAG} to verify it here anyway)")
+        yield lineno, row
