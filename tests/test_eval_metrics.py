@@ -76,3 +76,14 @@ def test_the_report_shows_errored_rollouts_apart(tmp_path):
         write_report(tmp_path / "none", nothing, [errored(0, "gone")])[1].read_text()
     _, table = compare_table({"a": m, "b": nothing})
     assert ["accuracy", "100.0%", "-"] in table and ["errored rollouts (not scored)", "1", "1"] in table
+
+
+def test_the_headline_scores_only_what_ran_and_says_what_errored():
+    from officegym.eval.report import headline
+
+    tasks = [Task(id=0, input=[], ground_truth=[])]
+    m = compute_metrics([row(0, 1.0, [], []), errored(0, "gone")], tasks, WRITES)
+    assert headline(m).startswith("mean reward 1.000 [") and headline(m).endswith(
+        "fully right 100.0% on 1 tasks; 1 rollouts ended in an error and are not scored")
+    assert headline(compute_metrics([errored(0, "gone")], tasks, WRITES)) == (
+        "no rollout ran, so there is no score; 1 rollouts ended in an error and are not scored")

@@ -61,6 +61,18 @@ def summary_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def headline(m: dict[str, Any]) -> str:
+    """An evaluation in one line: its mean reward with the interval and its accuracy over the scored
+    rollouts, and the errored ones apart (never a score for rollouts that did not run)."""
+    if m["accuracy"] is None:
+        text = "no rollout ran, so there is no score"
+    else:
+        low, high = m["mean_reward_ci95"]
+        text = (f"mean reward {m['mean_reward']:.3f} [{low:.3f}, {high:.3f}], fully right {m['accuracy']:.1%} "
+                f"on {m['tasks']} tasks")
+    return text + (f"; {m['errored']} rollouts ended in an error and are not scored" if m.get("errored") else "")
+
+
 def errored_lines(m: dict[str, Any], most: int = 3) -> list[str]:
     """What to say first about a run with errored rollouts: how many, and their main causes."""
     n = m.get("errored") or 0

@@ -315,7 +315,7 @@ class Pipeline:
         from officegym.core.rollout_row import error_source, officegym_of, retryable
         from officegym.eval.defaults import EVAL_DEFAULTS
         from officegym.eval.metrics import compute_metrics
-        from officegym.eval.report import write_report
+        from officegym.eval.report import headline, write_report
         from officegym.eval.run import run_eval
         from officegym.eval.subsets import subset_metrics
 
@@ -387,9 +387,7 @@ class Pipeline:
         except Exception as exc:  # the stage's own report is a nicety; its metrics are what the pipeline needs
             self.say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
-        low, high = metrics["mean_reward_ci95"]
-        self.say(f"{name}: mean reward {metrics['mean_reward']:.3f} [{low:.3f}, {high:.3f}], fully right "
-                 f"{metrics['accuracy']:.1%} on {metrics['tasks']} tasks")
+        self.say(f"{name}: {headline(metrics)}")
         return metrics
 
     def _baselines(self) -> None:
@@ -439,8 +437,9 @@ class Pipeline:
         tasks = of_templates(self._split_tasks("train", "sft"), self.cfg.tasks.demonstrated, "tasks.demonstrated")
         turns = max(len(plan_turns(len(t.ground_truth), t.metadata.get("oracle_turns"))) for t in tasks)
         metrics = self.evaluate("sft_data", "oracle", out=self.out / "sft_data", tasks=tasks, max_steps=turns + 1, k=1)
-        if metrics["accuracy"] < 1.0:
-            self.say(f"[yellow]sft_data: the oracle is fully right on {metrics['accuracy']:.1%} of the train tasks; "
+        accuracy = metrics["accuracy"] or 0.0  # None: no rollout ran
+        if accuracy < 1.0:
+            self.say(f"[yellow]sft_data: the oracle is fully right on {accuracy:.1%} of the train tasks; "
                      "SFT keeps only the rollouts that reach sft.min_reward[/]")
         return self.out / "sft_data" / "rollouts.jsonl"
 
