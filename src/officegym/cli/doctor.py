@@ -8,10 +8,13 @@ from rich.console import Console
 
 def doctor() -> None:
     """Check Python, torch, the GPU, optional extras and the model cache, and say what to install."""
-    from officegym.doctor import render, run_checks
+    from officegym.doctor import path_lines, render, run_checks
 
     checks = run_checks()
-    Console().print(render(checks))
+    out = Console()
+    out.print(render(checks))
+    for line in path_lines(checks):
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
     if any(c.required and c.status == "missing" for c in checks):
         raise typer.Exit(1)
 
