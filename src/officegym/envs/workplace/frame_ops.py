@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
-from functools import lru_cache
 from typing import Any
 
+from officegym.envs.workplace.patterns import SearchPattern, search_pattern
 from officegym.envs.workplace.timestamps import parse_timestamp
 from officegym.envs.workplace.world import NAN
 
@@ -102,16 +101,10 @@ def column_max(cells: list[Any] | tuple) -> Any:
     return best
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, flags=re.IGNORECASE)
-
-
-def regex(pattern: Any) -> re.Pattern[str]:
-    """The pattern `str.contains(pattern, case=False)` compiles (a bad pattern raises re.error)."""
-    if isinstance(pattern, str):
-        return _compiled(pattern)
-    return re.compile(pattern, flags=re.IGNORECASE)  # raises TypeError like pandas does
+def regex(pattern: Any) -> SearchPattern:
+    """The pattern `str.contains(pattern, case=False)` compiles (a bad pattern raises re.error),
+    matched within a time budget (patterns.py)."""
+    return search_pattern(pattern)
 
 
 def contains_mask(cells: list[Any], pattern: Any, na: bool | None = None) -> list[bool]:
@@ -124,7 +117,7 @@ def contains_mask(cells: list[Any], pattern: Any, na: bool | None = None) -> lis
     out = []
     for c in cells:
         if isinstance(c, str):
-            out.append(rx.search(c) is not None)
+            out.append(rx.matches(c))
         elif na is None:
             raise ValueError("Cannot mask with non-boolean array containing NA / NaN values")
         else:

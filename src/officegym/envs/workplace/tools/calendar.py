@@ -70,8 +70,8 @@ class CalendarTool(Toolkit):
         else:
             hits = [
                 r for r in rows
-                if (isinstance(r[1], str) and rx.search(r[1]) is not None)
-                or (isinstance(r[2], str) and rx.search(r[2]) is not None)
+                if (isinstance(r[1], str) and rx.matches(r[1]))
+                or (isinstance(r[2], str) and rx.matches(r[2]))
             ]
         starts = self.s.world.event_starts
         try:
