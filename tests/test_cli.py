@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from officegym.cli import app
@@ -125,3 +126,49 @@ def test_verify_out_dev_null_leaves_the_device_alone(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     after = os.stat("/dev/null")
     assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import typer
+
+    def options(command, path):
+        for param in command.params:
+            if type(param).__name__.endswith("Option"):
+                yield " ".join(path), param.opts[0], param.help
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from options(sub, [*path, name])
+
+    silent = [(cmd, opt) for cmd, opt, text in options(typer.main.get_command(app), ["officegym"]) if not text]
+    assert silent == []
+
+
+def test_envs_lists_each_environment_with_the_short_names_serve_and_generate_accept(monkeypatch, tmp_path):
+    pytest.importorskip("fastapi")
+    import officegym.server.serve as serve_module
+
+    res = runner.invoke(app, ["envs"])
+    assert res.exit_code == 0 and "workplace_assistant  (also: workplace)" in res.stdout.splitlines()
+    served = []
+    monkeypatch.setattr(serve_module, "run_server", lambda env, world, *a, **k: served.append((env, world is not None)))
+    world = tmp_path / "w"
+    assert runner.invoke(app, ["generate", "world", "--seed", "1", "--size", "small", "--out", str(world)]).exit_code == 0
+    for name in ("workplace", "workplace_assistant"):
+        res = runner.invoke(app, ["serve", "--env", name, "--world", str(world)])
+        assert res.exit_code == 0, res.output
+    assert served == [("workplace", True), ("workplace_assistant", True)]
+    res = runner.invoke(app, ["serve", "--env", "office"])
+    assert res.exit_code == 2 and "unknown environment 'office'" in res.output
+
+
+def test_generate_says_how_to_replace_a_world_and_why_a_split_is_empty(tmp_path):
+    world = tmp_path / "w"
+    assert runner.invoke(app, ["generate", "world", "--seed", "1", "--size", "small", "--out", str(world)]).exit_code == 0
+    res = runner.invoke(app, ["generate", "world", "--seed", "2", "--size", "small", "--out", str(world)])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "is not empty: pass --overwrite to replace it" in said and "overwrite=True" not in said
+    assert runner.invoke(app, ["generate", "world", "--seed", "2", "--size", "small", "--out", str(world),
+                               "--overwrite"]).exit_code == 0
+    res = runner.invoke(app, ["generate", "tasks", "--world", str(world), "--n", "3", "--out", str(tmp_path / "t")])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and "test is empty: about one task in ten goes to each" in said  # 2 / 1 / 0 here
+    assert "--n 100" in said and "--holdout-templates" in said and (tmp_path / "t" / "test.jsonl").read_text() == ""

@@ -44,9 +44,9 @@ def bfcl_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N entries per category, a seeded sample (a larger N keeps the smaller one's entries).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seeds the --limit sample and the policy's sampling.")] = 0,
     temperature: Annotated[float, typer.Option("--temperature", help="0 = greedy (BFCL's own default is 0.001).")] = 0.0,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens per model turn.")] = 512,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Entries (or episodes) played at once.")] = 32,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier results.")] = False,
 ) -> None:
     """Run a policy on BFCL's offline categories, single- and multi-turn (resumable), score with bfcl-eval, write a report."""

@@ -22,12 +22,12 @@ def council(
     difficulty: Annotated[str, typer.Option("--difficulty", help="Levels LO-HI (or N), integers 1-10.")] = "1-10",
     tasks: Annotated[Path | None, typer.Option("--tasks", help="roles/council task rows instead of generating --n tasks.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for councils.jsonl (every act and conversation; resumable) and summary.json.")] = None,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=50)] = 4,
-    temperature: Annotated[float, typer.Option("--temperature")] = 1.0,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1)] = 512,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1, max=50, help="Rounds of acts before a council without a commit ends.")] = 4,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature of model seats.")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Tokens per model turn.")] = 512,
     sample_seed: Annotated[int | None, typer.Option("--sample-seed", help="Sampling seed for model seats.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server for openai: seats.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Councils played at once.")] = 8,
 ) -> None:
     """Run executive councils (CTO, Cost, Risk, ReconcileGPT), each seat with its own policy; report
     the mean team reward, the consensus rate and the valid objections left unresolved."""

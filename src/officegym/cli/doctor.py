@@ -20,8 +20,9 @@ def doctor() -> None:
 
 
 def envs() -> None:
-    """List the registered environments."""
-    from officegym.core.registry import names
+    """List the registered environments, each with the short names it also answers to."""
+    from officegym.core.registry import aliases, names
 
     for n in names():
-        typer.echo(n)
+        also = aliases(n)
+        typer.echo(n + (f"  (also: {', '.join(also)})" if also else ""))

@@ -153,7 +153,7 @@ def eval_cmd(
     out: Annotated[Path, typer.Option("--out", help="Run folder: rollouts.jsonl, metrics.json, report.html/.md.")],
     world: Annotated[Path | None, typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the "
                                                "world the task rows were made in, else the generated world of seed 0).")] = None,
-    env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the task rows name, else workplace.")] = None,
+    env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`; workplace is short for workplace_assistant); default: the one the task rows name, else workplace_assistant.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Samples per task.")] = 1,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: workplace outcome (default) or nemo_gym; roles exact.")] = None,
     reward: Annotated[str, typer.Option("--reward", help="outcome (the verifier's score), binary, shaped, or a JSON mix such as '{\"shaped\": 0.5, \"binary\": 0.5}'.")] = "outcome",
@@ -163,7 +163,7 @@ def eval_cmd(
     max_tool_output_chars: Annotated[int, typer.Option("--max-tool-output-chars", min=0, help="Cut the tool outputs the model sees at this many characters (0: never); the default is the pipeline's.")] = EVAL_DEFAULTS.max_tool_output_chars or 0,
     seed: Annotated[int | None, typer.Option("--seed", help="Sampling seed; the default is the pipeline's.")] = EVAL_DEFAULTS.seed,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Rollouts played at once (requests in flight to a model server).")] = 32,
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N tasks.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start over in --out, dropping its earlier rollouts.")] = False,
     chat_template: Annotated[str | None, typer.Option("--chat-template", help="hf: and vllm: policies: auto (default: the model's own when it renders tools, else officegym's) | officegym | officegym-signatures (tools as compact signatures) | model.")] = None,

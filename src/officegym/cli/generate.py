@@ -30,6 +30,9 @@ def generate_world_command(
 
     if size not in SIZES:
         fail(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
+    output_dir(out, "--out")
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        fail(f"--out {out} is not empty: pass --overwrite to replace it with the new world")
     try:
         world = generate_world(seed, size, now=now, company=company, user=user)
         path = write_world(world, out, overwrite=overwrite)
@@ -52,7 +55,7 @@ def generate_tasks_command(
     all_tools_share: Annotated[float, typer.Option("--all-tools-share", min=0.0, max=1.0, help="With --tools mixed: the share of tasks offered all 27 tools.")] = 0.5,
     wordings: Annotated[str, typer.Option("--wordings", help="composed: phrasings said many ways (sentence frames, verb synonyms, quotes, name case, typos); base: each template's phrasings as written.")] = "composed",
     holdout_wordings: Annotated[int, typer.Option("--holdout-wordings", min=0, help="Hold out K surface features (e.g. frame:could_you, typo:yes): their tasks go to test only, as the held-out-wording subset.")] = 0,
-    env: Annotated[str, typer.Option("--env", help="Environment: workplace, or another registered generator such as roles/cost.")] = "workplace",
+    env: Annotated[str, typer.Option("--env", help="Environment: workplace_assistant (or its short name workplace), or another registered generator such as roles/cost.")] = "workplace_assistant",
     teacher: Annotated[str | None, typer.Option("--teacher", help="OpenAI-compatible base URL of an LLM that paraphrases queries and writes reasoning trajectories (kept only if they replay to the computed state).")] = None,
     teacher_model: Annotated[str, typer.Option("--teacher-model", help="Model name to ask the teacher for.")] = "teacher",
     teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
@@ -112,7 +115,21 @@ def generate_tasks_command(
     counts = ", ".join(f"{k} {len(v)}" for k, v in ds.rows.items())
     rejected = ", ".join(f"{r} {c}" for r, c in ds.report.rejected.most_common()) or "none"
     console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}", markup=False)
+    _say_why_splits_are_empty(ds.rows)
     typer.echo(str(paths["card"].parent))
+
+
+def _say_why_splits_are_empty(rows: dict[str, list], templates: bool = True) -> None:
+    """An empty validation or test file is written all the same (a pipeline expects the three);
+    say why it is empty and how to fill it, rather than leave an evaluation to find it."""
+    total = sum(len(v) for v in rows.values())
+    empty = [s for s in ("validation", "test") if total and not rows.get(s)]
+    if not empty:
+        return
+    hint = ", or hold out templates for test (--holdout-templates K)" if templates and "test" in empty else ""
+    console.print(f"[yellow]{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty: about one task in ten "
+                  f"goes to each (drawn per task), and {total} tasks drew none; ask for more (--n 100 gives about "
+                  f"10 each){hint}[/]", soft_wrap=True)
 
 
 def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tuple[int, int] | None = None) -> None:
@@ -134,4 +151,5 @@ def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tupl
     write_env_tasks(task_set, out)
     console.print(f"{task_set.total} {env} tasks in {task_set.seconds:.2f} s: "
                   + ", ".join(f"{k} {len(v)}" for k, v in task_set.rows.items()))
+    _say_why_splits_are_empty(task_set.rows, templates=False)
     typer.echo(str(out))

@@ -12,9 +12,9 @@ from officegym.core import registry
 
 def serve(
     world: WorldOpt = None,
-    env: Annotated[str, typer.Option("--env", help="Environment to serve (see `officegym envs`).")] = "workplace",
+    env: Annotated[str, typer.Option("--env", help="Environment to serve (see `officegym envs`; workplace is short for workplace_assistant).")] = "workplace_assistant",
     host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8000,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
     max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap a new session gets 503 with Retry-After.")] = 10_000,
     idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until closed).")] = 3600.0,
@@ -27,7 +27,7 @@ def serve(
     model: Annotated[str | None, typer.Option("--model", help="Default model name for POST /run.")] = None,
     model_api: Annotated[str, typer.Option("--model-api", help="POST /run talks chat (Chat Completions) or responses (Responses API).")] = "chat",
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=100, help="Model turns per POST /run episode.")] = 6,
-    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level: critical, error, warning, info or debug.")] = "warning",
 ) -> None:
     """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
     try:

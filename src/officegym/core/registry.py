@@ -48,6 +48,12 @@ def canonical_name(name: str) -> str:
     return _ALIASES.get(name, name)
 
 
+def aliases(name: str) -> list[str]:
+    """The other names an environment answers to (workplace_assistant: workplace)."""
+    canonical = canonical_name(name)
+    return sorted(alias for alias, target in _ALIASES.items() if target == canonical)
+
+
 def factory(name: str) -> Callable[..., Environment]:
     name = canonical_name(name)
     if name in _FACTORIES:

@@ -132,7 +132,7 @@ def serve_cmd(
     store: StoreOpt = None,
     world: WorldOpt = None,
     host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps the UI on this machine (it has no login).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8765,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port of the web UI.")] = 8765,
     reviewer: Annotated[str | None, typer.Option("--reviewer", help="Default reviewer name (the page can change it).")] = None,
     allowed_hosts: Annotated[str | None, typer.Option(
         "--allowed-hosts", help="Comma-separated host or host:port names the UI answers to, instead of localhost and "
