@@ -63,7 +63,7 @@ def test_verify_rollouts_with_and_without_tasks(reference_dir, tmp_path):
     rollouts = reference_dir / "example_rollouts.jsonl"
     world = str(reference_dir / "csv_data")
     # without ground truth every row is reported, none crashes the run
-    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", world])
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", world, "--out", "-"])
     assert res.exit_code == 0
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert len(lines) == 5 and all(x["reward"] is None and "no ground truth" in x["error"] for x in lines)
@@ -89,7 +89,7 @@ def test_verify_rollouts_with_and_without_tasks(reference_dir, tmp_path):
     task_row = {"id": 4, "responses_create_params": {"input": [{"role": "user", "content": "Delete my last email from kofi"}]},
                 "ground_truth": [kofi]}
     tasks.write_text(json.dumps(task_row) + "\n")
-    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--tasks", str(tasks), "--world", world])
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--tasks", str(tasks), "--world", world, "--out", "-"])
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert [x["reward"] for x in lines].count(1.0) == 1 and sum(x["reward"] is None for x in lines) == 4
 

@@ -107,7 +107,7 @@ def test_report_takes_call_arguments_given_as_objects_as_verify_does(paths, tmp_
                                                             for i, c in enumerate(calls)]})
         rows.append(row)
     (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    res = runner.invoke(app, ["verify", "--rollouts", str(tmp_path / "rollouts.jsonl"), "--world", paths["world"]])
+    res = runner.invoke(app, ["verify", "--rollouts", str(tmp_path / "rollouts.jsonl"), "--world", paths["world"], "--out", "-"])
     assert res.exit_code == 0 and all(json.loads(x)["reward"] == 1.0 for x in res.stdout.splitlines())
     res = runner.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 0, res.output
@@ -162,7 +162,7 @@ def test_verify_of_a_file_with_a_broken_line_names_it_and_writes_nothing(paths, 
     rollouts.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n{broken\n")
     res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", str(out)])
     assert res.exit_code == 2 and re.search(r"r\.jsonl:3: not valid JSON", res.output) and not out.exists()
-    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", "-"])
     assert res.exit_code == 2 and '"reward"' not in res.stdout
 
 
@@ -173,3 +173,17 @@ def test_verify_names_the_line_where_the_rollouts_stop_being_utf8(paths, tmp_pat
     rollouts.write_bytes((json.dumps(good) + "\n").encode() * 2 + '{"id": "caf\u00e9"}\n'.encode("latin-1"))
     res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", str(out)])
     assert res.exit_code == 2 and re.search(r"is not UTF-8 text \(byte 0xe9 on line 3\)", res.output) and not out.exists()
+
+
+def test_verify_prints_a_summary_and_the_verdict_rows_only_when_asked(paths, tmp_path):
+    rollouts = tmp_path / "r.jsonl"
+    good = {**json.loads(Path(paths["tasks"]).read_text().split("\n")[0]), "response": {"output": []}}
+    no_truth = {"id": "x", "responses_create_params": {"input": []}, "response": {"output": []}}
+    rollouts.write_text(json.dumps(good) + "\n" + (json.dumps(no_truth) + "\n") * 30)
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"]])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and res.stdout == "" and "verify (outcome)" in said
+    assert "--out - prints them" in said and said.count("no ground truth") == 20 and "... and 10 more rows" in said
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--world", paths["world"], "--out", "-"])
+    assert res.exit_code == 0 and len(res.stdout.splitlines()) == 31
+    assert json.loads(res.stdout.splitlines()[0])["reward"] is not None

@@ -81,7 +81,7 @@ def test_verify_uses_and_checks_the_world_of_the_rollouts(made, cache, tmp_path)
     assert runner.invoke(app, ["eval", "--policy", "oracle", "--tasks", str(tasks), "--world", str(world),
                                "--out", str(run)]).exit_code == 0
     rollouts = run / "rollouts.jsonl"
-    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts)])  # no --world: the rows' own world
+    res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--out", "-"])  # no --world: the rows' own world
     assert res.exit_code == 0, res.output
     verdicts = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
     assert len(verdicts) == 3 and all(v["reward"] == 1.0 for v in verdicts)

@@ -78,6 +78,7 @@ def call(
         fail(f"the call of {tool} failed (its text above is what the model would see)")
 
 
+_SHOWN_ERRORS = 20  # verify: a file of thousands of rows without ground truth would bury the summary
 AllowMismatchOpt = Annotated[bool, typer.Option(
     "--allow-world-mismatch", help="Use --world even when the rows say they were made in another world.")]
 
@@ -88,10 +89,10 @@ def verify(
     world: Annotated[Path | None, typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the "
                                                "world the rows were made in, else the generated world of seed 0).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
-    out: Annotated[Path | None, typer.Option("--out", help="Write one JSON verdict per rollout here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write one JSON verdict per rollout here ('-': print them on stdout); without it, only the summary.")] = None,
     allow_world_mismatch: AllowMismatchOpt = False,
 ) -> None:
-    """Verify rollouts: one verdict line per rollout, in input order, and a summary."""
+    """Verify rollouts: a summary, and with --out one verdict line per rollout, in input order."""
     from officegym.cli.worlds import checked_rows, refuse_other_world, world_for, world_ids
     from officegym.core.task import TaskFormatError, iter_jsonl, read_tasks, write_jsonl
     from officegym.envs.workplace.rollouts import TaskIndex, verify_rollouts
@@ -102,7 +103,8 @@ def verify(
     input_file(rollouts, "rollouts file", utf8=False)  # read once, below, and checked there
     if tasks is not None:
         input_file(tasks, "task file")
-    if out is not None:
+    to_stdout = out is not None and str(out) == "-"
+    if out is not None and not to_stdout:
         output_file(out, "--out")
     try:
         index = TaskIndex(read_tasks(tasks)) if tasks else None
@@ -124,11 +126,11 @@ def verify(
     except (OSError, TaskFormatError) as exc:
         fail(str(exc))
     lines = [v.to_row() for v in verdicts]
-    if out is not None:
-        write_jsonl(out, lines)
-    else:
+    if to_stdout:
         for line in lines:
             sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+    elif out is not None:
+        write_jsonl(out, lines)
     scored = [v for v in verdicts if v.reward is not None]
     summary = Table(title=f"verify ({mode})")
     for col in ("rollouts", "verified", "errors", "mean reward", "side effects", "disagree with other mode", "time/verify"):
@@ -142,9 +144,15 @@ def verify(
         f"{side} ({side / max(1, len(scored)):.1%})", str(disagree), f"{per:.3f} ms",
     )
     console.print(summary)
-    for v in verdicts:
-        if v.error:
-            console.print(f"[yellow]line {v.index}:[/] {escape(v.error)}")
+    errors = [v for v in verdicts if v.error]
+    for v in errors[:_SHOWN_ERRORS]:
+        console.print(f"[yellow]line {v.index}:[/] {escape(v.error)}")
+    if len(errors) > _SHOWN_ERRORS:
+        console.print(f"[yellow]... and {len(errors) - _SHOWN_ERRORS} more rows that could not be verified "
+                      "(each verdict line says why)[/]")
+    if out is None:
+        console.print("one verdict a rollout: --out FILE writes them, --out - prints them", markup=False)
+
 
 
 def eval_cmd(
