@@ -113,3 +113,19 @@ def test_refuse_mode_turns_new_sessions_away_instead_of_evicting():
     assert s.refused == 1 and s.evicted_lru == 0 and s.expired == 1
     with pytest.raises(ValueError):
         SessionStore(when_full="drop")
+
+
+def test_a_full_store_evicts_its_least_recently_used_idle_session_before_refusing():
+    clock = Clock()
+    store = SessionStore(max_sessions=2, idle_ttl_s=3600, clock=clock, when_full="refuse", evict_idle_s=60)
+    assert store.put("a", 1) and store.put("b", 2)
+    clock.t = 30
+    assert store.put("c", 3) is False  # both used in the last 60 s: in active use, refused
+    store.get("a")  # a is used at 30; b still at 0
+    clock.t = 61
+    assert store.put("c", 3) and "b" not in store and store.get("a") == 1  # b idled 61 s: evicted, LRU first
+    assert store.put("d", 4) is False  # a (used at 61) and c (61) are in use
+    s = store.stats()
+    assert s.evicted_idle == 1 and s.refused == 2 and s.live == 2 and store.evicted_idle() == 1
+    with pytest.raises(ValueError):
+        SessionStore(evict_idle_s=-1)

@@ -16,8 +16,9 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8000,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap a new session gets 503 with Retry-After.")] = 10_000,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap see --evict-idle.")] = 10_000,
     idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until closed).")] = 3600.0,
+    evict_idle: Annotated[float, typer.Option("--evict-idle", min=0, help="At --max-sessions, a new session evicts the least recently used one idle this many seconds (0: never; then the new one gets 503).")] = 60.0,
     max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger bodies: /verify scores 0, other routes get 413.")] = 64 * 1024 * 1024,
     max_session_writes: Annotated[int, typer.Option("--max-session-writes", min=1, help="Successful write calls per session; later ones fail as tool errors.")] = 128,
     max_session_write_bytes: Annotated[int, typer.Option("--max-session-write-bytes", min=1024, help="Bytes of write-call arguments per session.")] = 64 * 1024,
@@ -49,7 +50,7 @@ def serve(
     console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
-                   max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,
+                   evict_idle_s=evict_idle or None, max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,
                    max_session_write_bytes=max_session_write_bytes, max_verify_calls=max_verify_calls,
                    secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
                    model=model, model_api=model_api, log_level=log_level)

@@ -18,8 +18,10 @@ session dict with itsdangerous; cookie name and secret are both
 "WorkbenchResourcesServer___workplace_assistant" for the workplace environment, and every request
 gets a `session_id` (uuid4) if it has none, with the cookie re-sent on every response. The id keys a
 bounded store (count + idle TTL, sessions.py); NeMo Gym 0.7 also drops the session once it is verified.
-A full store refuses new sessions with 503 and Retry-After rather than evict live ones; a session
-may write at most so much (limits.py). NeMo Gym's /ng-rollout/<id>/ path prefix is stripped.
+A full store makes room by evicting its least recently used session once that one has idled for
+`evict_idle_s` (counted in /health's `sessions.evicted_idle`, logged); only when every session is
+in active use does it refuse with 503, Retry-After and a `detail` that NeMo Gym's agent passes on
+in its own error. A session may write at most so much (limits.py). NeMo Gym's /ng-rollout/<id>/ path prefix is stripped.
 
 Bad input never gives a 500: bodies that are not JSON, not objects or of the wrong types get the
 4xx FastAPI would give the reference (422 with the same `detail`), bodies over `max_body_bytes` are
@@ -49,6 +51,7 @@ from fastapi.responses import Response
 from officegym.core.protocols import Environment
 from officegym.core.rollout_row import response_output
 from officegym.server.config import (
+    DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
@@ -97,6 +100,7 @@ def create_app(
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     *,
+    evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
@@ -122,6 +126,8 @@ def create_app(
         raise ValueError("max_body_bytes must be at least 1024")
     if min(max_session_writes, max_session_write_bytes, max_verify_calls) < 1:
         raise ValueError("max_session_writes, max_session_write_bytes and max_verify_calls must be at least 1")
+    if evict_idle_s is not None and evict_idle_s < 0:
+        raise ValueError("evict_idle_s must be at least 0")
     if model_api not in ("chat", "responses"):
         raise ValueError("model_api must be 'chat' or 'responses'")
     if not 1 <= max_steps <= MAX_RUN_STEPS:
@@ -137,14 +143,15 @@ def create_app(
     default_cookie = f"{server_class}___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name)
     cookie = cookie_name or default_cookie
     config = ServerConfig(
-        max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
+        max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, evict_idle_s=evict_idle_s, max_body_bytes=max_body_bytes,
         max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
         max_verify_calls=max_verify_calls, cookie_name=cookie,
         secret_key=secret_key or cookie, mode=mode, evidence=evidence, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, policy_options=policy_options,
         sweep_interval_s=sweep_interval_s,
     )
-    state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock, when_full="refuse"))
+    state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock, when_full="refuse",
+                                                        evict_idle_s=evict_idle_s))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -9,6 +9,9 @@ from officegym.server.protocol import REFERENCE_COOKIE
 
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
+# A full store pushes out its least recently used session once it has been idle this long: longer
+# than a model's turn takes in practice, short enough that the sessions of crashed rollouts make room.
+DEFAULT_EVICT_IDLE_S = 60.0
 # NeMo Gym's own servers set no body limit, and its agent posts whole episodes to /verify (every
 # model output and tool answer of up to 32k-token contexts): tens of MiB must get through.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -26,6 +29,7 @@ MAX_RUN_STEPS = 100
 class ServerConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S
+    evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S  # a full store evicts sessions idle this long; None: never
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES  # successful write calls per session
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES  # their request bodies, summed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import defaultdict
 from typing import Any
@@ -43,6 +44,9 @@ from officegym.server.rows import (
 )
 from officegym.server.sessions import SessionStore
 
+log = logging.getLogger(__name__)
+FULL_LOG_S = 10.0
+
 # Verifies replaying more calls than this, and metrics over more rows, run in a worker thread so
 # that the event loop keeps answering other clients meanwhile.
 OFF_LOOP_CALLS = 32
@@ -67,6 +71,8 @@ class ServerState:
         self.started = time.time()
         self.counts: dict[str, int] = defaultdict(int)
         self.agent = SimpleAgent(env, config, self.counts)
+        self._evictions_logged = 0
+        self._logged_at: dict[str, float] = {}
         declared = getattr(env, "write_tools", None)
         self.limits = WriteLimits(config.max_session_writes, config.max_session_write_bytes,
                                   frozenset(declared) if declared else None)
@@ -86,6 +92,7 @@ class ServerState:
             "sessions": self.store.stats().to_dict(),
             "max_sessions": self.config.max_sessions,
             "idle_ttl_s": self.config.idle_ttl_s,
+            "evict_idle_s": self.config.evict_idle_s,
             "max_body_bytes": self.config.max_body_bytes,
             "max_session_writes": self.config.max_session_writes,
             "max_session_write_bytes": self.config.max_session_write_bytes,
@@ -112,12 +119,40 @@ class ServerState:
         session = self._session_from_row(body) if from_row else self.env.session(None)
         if not self.store.put(session_id(request), Seeded(session)):
             self.counts["seed_refused"] += 1
-            retry = str(self.config.retry_after_s)
-            return json_response({"detail": f"the server holds its maximum of {self.config.max_sessions} live "
-                                            f"sessions; retry in {retry} s (sessions end when verified or closed, "
-                                            "or after --idle-ttl without use)"}, 503, {"retry-after": retry})
+            self._log_limited("refused", "session store full (%d sessions, every one used in the last %s s): "
+                              "refused new sessions (%d in all)", self.config.max_sessions,
+                              self.config.evict_idle_s, self.counts["seed_refused"])
+            return self._full()
         self.counts["seed_session"] += 1
+        self._log_evictions()
         return Response(b"{}", media_type="application/json")
+
+    def _full(self) -> Response:
+        retry = str(self.config.retry_after_s)
+        idle = self.config.evict_idle_s
+        why = (f"every one of them was used in the last {idle:g} s" if idle is not None
+               else "this server never evicts a session in use (--evict-idle 0)")
+        return json_response({"detail": f"officegym: no room for a new session: the server holds its maximum of "
+                                        f"{self.config.max_sessions} sessions and {why}; retry in {retry} s, or "
+                                        "start the server with a larger --max-sessions (sessions end when "
+                                        "verified or closed)"}, 503, {"retry-after": retry})
+
+    def _log_evictions(self) -> None:
+        evicted = self.store.evicted_idle()
+        if evicted != self._evictions_logged and self._log_limited(
+                "evicted", "session store full (%d sessions): evicted sessions idle for %s s or more, least "
+                "recently used first (%d in all)", self.config.max_sessions, self.config.evict_idle_s, evicted):
+            self._evictions_logged = evicted
+
+    def _log_limited(self, what: str, message: str, *args: Any) -> bool:
+        """Log `message` unless a line about `what` went out in the last FULL_LOG_S seconds (a full
+        store sees thousands of seeds a minute)."""
+        now = time.monotonic()
+        if now - self._logged_at.get(what, float("-inf")) < FULL_LOG_S:
+            return False
+        self._logged_at[what] = now
+        log.warning(message, *args)
+        return True
 
     def _session_from_row(self, row: dict[str, Any]) -> Any:
         """The session of the task a row names, for environments whose episodes depend on the task

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from officegym.server.config import (
+    DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
@@ -69,6 +70,7 @@ def run_server(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
@@ -87,6 +89,7 @@ def run_server(
 
     app = make_app(
         env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
+        evict_idle_s=evict_idle_s,
         max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
         max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
@@ -107,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", default=None)
     p.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS)
     p.add_argument("--idle-ttl", type=float, default=DEFAULT_IDLE_TTL_S, help="seconds; 0 disables")
+    p.add_argument("--evict-idle", type=float, default=DEFAULT_EVICT_IDLE_S,
+                   help="a full store evicts its least recently used session idle this many seconds; 0: never")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     p.add_argument("--max-session-writes", type=int, default=DEFAULT_MAX_SESSION_WRITES,
                    help="successful write calls one session may make")
@@ -127,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(exc))
     try:
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
-                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes,
+                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
                    max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,
                    max_verify_calls=a.max_verify_calls, secret_key=a.secret,
                    log_level=a.log_level)

@@ -1,8 +1,10 @@
 """Bounded session store: at most `max_sessions` live sessions, each dropped after `idle_ttl_s`
 seconds without use. When the store is full of live sessions, a new one either pushes out the
-least recently used (`when_full="evict"`) or is refused (`"refuse"`, what the server does: an
-evicted session would make a running rollout see "Session not initialized" with no warning, while
-a refused seed gets a retryable 503).
+least recently used (`when_full="evict"`) or is refused (`"refuse"`). The server refuses, but
+first evicts the least recently used session if it has been idle for `evict_idle_s` (a rollout
+that crashed leaves its session behind, and NeMo Gym's agent aborts the whole collection on a
+refused seed; evicting a session in active use would instead make its rollout read "Session not
+initialized"), so only a store whose every session is in active use refuses.
 
 NeMo Gym's reference keeps every seeded session until the process exits (0.5-1 MB each, SPEC 7),
 so a long training run grows without bound. Here a session costs a few hundred bytes until it
@@ -32,7 +34,8 @@ class StoreStats:
     live: int = 0
     created: int = 0
     closed: int = 0  # removed on purpose (verify, close_session)
-    evicted_lru: int = 0  # pushed out because the store was full
+    evicted_lru: int = 0  # pushed out because the store was full (when_full="evict")
+    evicted_idle: int = 0  # pushed out because the store was full and they were idle for evict_idle_s
     expired: int = 0  # idle for longer than the TTL
     refused: int = 0  # new sessions turned away because the store was full of live ones
     misses: int = 0  # lookups of an unknown, closed, evicted or expired session
@@ -44,8 +47,9 @@ class StoreStats:
 class SessionStore(Generic[S]):
     """session id -> session, bounded by count and idle time (TTL).
 
-    `idle_ttl_s=None` disables the TTL; `when_full` is "evict" (LRU) or "refuse"; `clock` is
-    injectable for tests (monotonic seconds).
+    `idle_ttl_s=None` disables the TTL; `when_full` is "evict" (LRU) or "refuse"; with "refuse",
+    `evict_idle_s` lets a new session push out the least recently used one when that one has been
+    idle for that long; `clock` is injectable for tests (monotonic seconds).
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class SessionStore(Generic[S]):
         idle_ttl_s: float | None = 3600.0,
         clock: Callable[[], float] = time.monotonic,
         when_full: str = "evict",
+        evict_idle_s: float | None = None,
     ):
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
@@ -61,6 +66,9 @@ class SessionStore(Generic[S]):
             raise ValueError("idle_ttl_s must be positive (or None for no TTL)")
         if when_full not in ("evict", "refuse"):
             raise ValueError("when_full must be 'evict' or 'refuse'")
+        if evict_idle_s is not None and evict_idle_s < 0:
+            raise ValueError("evict_idle_s must be at least 0 (or None never to evict a live session)")
+        self.evict_idle_s = evict_idle_s
         self.max_sessions = max_sessions
         self.idle_ttl_s = idle_ttl_s
         self.when_full = when_full
@@ -77,7 +85,7 @@ class SessionStore(Generic[S]):
             self._drop_expired(now)
             if key in self._items:
                 del self._items[key]
-            elif self.when_full == "refuse" and len(self._items) >= self.max_sessions:
+            elif self.when_full == "refuse" and len(self._items) >= self.max_sessions and not self._evict_idle(now):
                 self._stats.refused += 1
                 return False
             self._items[key] = (session, now)
@@ -138,10 +146,25 @@ class SessionStore(Generic[S]):
             s.live = len(self._items)
             return s
 
+    def evicted_idle(self) -> int:
+        """Sessions pushed out idle so far (read without the lock: a count for logging)."""
+        return self._stats.evicted_idle
+
     # -- internals (lock held) -------------------------------------------------------------------
 
     def _expired(self, last: float, now: float) -> bool:
         return self.idle_ttl_s is not None and now - last > self.idle_ttl_s
+
+    def _evict_idle(self, now: float) -> bool:
+        """Push out the least recently used session if it has idled for evict_idle_s."""
+        if self.evict_idle_s is None or not self._items:
+            return False
+        key, (_, last) = next(iter(self._items.items()))
+        if now - last < self.evict_idle_s:
+            return False  # the least recently used is in use, so every other one is too
+        del self._items[key]
+        self._stats.evicted_idle += 1
+        return True
 
     def _drop_expired(self, now: float) -> int:
         if self.idle_ttl_s is None:

@@ -14,7 +14,7 @@ officegym's settings share that block (all optional):
     world: reference         reference: NeMo Gym's own resources_servers/workplace_assistant/csv_data;
                              generated: officegym's default generated world; else a world folder
     mode: nemo_gym           verification mode (nemo_gym: the reference's rewards, quirks included)
-    max_sessions, idle_ttl_s, max_body_bytes, max_session_writes, max_session_write_bytes,
+    max_sessions, idle_ttl_s, evict_idle_s, max_body_bytes, max_session_writes, max_session_write_bytes,
     max_verify_calls, evidence, cookie_name, secret_key, log_level   (server/config.py)
 
 The session cookie is named and signed as NeMo Gym names and signs its own servers' cookies,
@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from officegym.server.config import (
+    DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
@@ -78,6 +79,7 @@ class ServerSettings(BaseModel):
     mode: str = "nemo_gym"
     max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1)
     idle_ttl_s: float | None = Field(DEFAULT_IDLE_TTL_S, ge=0)  # 0 or null: sessions never expire
+    evict_idle_s: float | None = Field(DEFAULT_EVICT_IDLE_S, ge=0)  # 0 or null: a full store never evicts
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     max_session_writes: int = Field(DEFAULT_MAX_SESSION_WRITES, ge=1)
     max_session_write_bytes: int = Field(DEFAULT_MAX_SESSION_WRITE_BYTES, ge=1)
@@ -233,6 +235,7 @@ def _server_options(launch: Launch) -> dict[str, Any]:
     s = launch.settings
     return dict(
         mode=s.mode, max_sessions=s.max_sessions, idle_ttl_s=s.idle_ttl_s or None, max_body_bytes=s.max_body_bytes,
+        evict_idle_s=s.evict_idle_s or None,
         max_session_writes=s.max_session_writes, max_session_write_bytes=s.max_session_write_bytes,
         max_verify_calls=s.max_verify_calls, evidence=s.evidence, cookie_name=launch.cookie_name,
         secret_key=launch.secret_key,
