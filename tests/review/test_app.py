@@ -127,6 +127,8 @@ def test_reviewer_audit_and_export_pages(client):
     assert "accept" in c.get("/audit", params={"item": str(ids[("move", 0)])}).text
     page = c.get("/export")
     assert page.status_code == 200 and all(name in page.text for name in EXPORT_FILES)
+    # the files' descriptions mark commands as code, as the other pages do, not with Markdown backticks
+    assert "<code>officegym review import</code>" in page.text and "`" not in page.text
     for name in EXPORT_FILES:
         r = c.get(f"/export/{name}")
         assert r.status_code == 200, name
@@ -166,3 +168,10 @@ def test_cross_origin_posts_are_refused_and_the_api_is_documented(client):
     assert c.get("/api/docs").status_code == 200
     paths = c.get("/api/openapi.json").json()["paths"]
     assert {"/api/items", "/api/items/{item_id}", "/api/counts", "/api/items/{item_id}/decisions"} <= set(paths)
+
+
+def test_inline_code_escapes_and_leaves_odd_backticks_alone():
+    from officegym.review.views import inline_code
+
+    assert str(inline_code("run `a<b>` then `c`")) == "run <code>a&lt;b&gt;</code> then <code>c</code>"
+    assert str(inline_code("one ` tick <x>")) == "one ` tick &lt;x&gt;"

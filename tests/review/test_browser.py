@@ -163,6 +163,9 @@ def test_review_in_a_browser(browser, flagged, tmp_path):
 
         # Export: the regression cases the browser downloads load and pass.
         d.get(f"{url}/export")
+        exports = d.find_element(By.ID, "exports")
+        assert "`" not in exports.text  # descriptions render their commands as code
+        assert exports.find_element(By.TAG_NAME, "code").text == "officegym review import"
         _loads(d, d.find_element(By.LINK_TEXT, "verifier_cases.jsonl").click)
         text = d.find_element(By.TAG_NAME, "body").text
     path = tmp_path / "cases.jsonl"

@@ -84,6 +84,7 @@ def create_app(store: Store, envs: Environments | None = None, reviewer: str | N
     templates = Jinja2Templates(directory=str(TEMPLATES))
     templates.env.filters["pretty"] = views.pretty_json
     templates.env.filters["fmt"] = _fmt
+    templates.env.filters["code"] = views.inline_code
     app.state.store = store
     app.state.envs = envs
 

@@ -31,6 +31,17 @@ def pretty_json(value: Any) -> str:
         return str(value)
 
 
+def inline_code(text: Any):
+    """A description with `code` spans, as HTML: the spans in <code>, everything escaped (an odd
+    backtick leaves the text as it is)."""
+    from markupsafe import Markup, escape
+
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    return Markup("").join(escape(p) if i % 2 == 0 else Markup("<code>%s</code>") % p for i, p in enumerate(parts))
+
+
 def prompt_messages(row: dict[str, Any]) -> list[dict[str, str]]:
     rcp = row.get("responses_create_params") or {}
     raw = rcp.get("input", []) if isinstance(rcp, dict) else []
