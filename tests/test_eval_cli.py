@@ -49,7 +49,7 @@ def test_eval_oracle_noop_resume_report_compare(reference_dir, tmp_path):
     assert m["buckets"][">= 1 write"]["accuracy"] == 0.0
     assert m["errors"]["missing write"] == 5
     html = (noop / "report.html").read_text()
-    assert "never writes scores that share for free" in html and "id='f0'" in html and "expected calls" in html
+    assert "never writes scores that share for free" in html and "id='f0'" in html and "Expected calls" in html
 
     (noop / "metrics.json").unlink()
     res = runner.invoke(app, ["report", str(noop)])

@@ -1,4 +1,4 @@
-"""The review UI in headless Chromium (selenium + Debian's chromium and chromium-driver).
+"""The review UI and the eval report in headless Chromium (selenium + Debian's chromium and chromium-driver).
 
 Skips cleanly when selenium, chromium or chromedriver is missing. Set OFFICEGYM_CHROMIUM and
 OFFICEGYM_CHROMEDRIVER to use binaries outside PATH.
@@ -174,3 +174,38 @@ def test_review_in_a_browser(browser, flagged, tmp_path):
     assert len(results) == 4
     # The reviewer's "too lenient" case is open: it fails with today's verifier; the rest pass.
     assert [(r.open, r.passed) for r in results] == [(False, True), (False, True), (False, True), (True, False)]
+
+
+def test_eval_report_reads_like_the_review_ui(browser, tmp_path):
+    """report.html of an evaluation: failures once each, prompt beside id, indented arguments, the
+    verifier's evidence as tables that show when a failure is opened."""
+    from typer.testing import CliRunner
+
+    from officegym.cli import app
+
+    runner, run = CliRunner(), tmp_path / "run"
+    for args in (["generate", "world", "--seed", "3", "--size", "small", "--out", str(tmp_path / "w")],
+                 ["generate", "tasks", "--world", str(tmp_path / "w"), "--n", "20", "--seed", "3", "--out", str(tmp_path / "t")],
+                 ["eval", "--policy", "random:1", "--tasks", str(tmp_path / "t" / "train.jsonl"), "--world",
+                  str(tmp_path / "w"), "--out", str(run)]):
+        assert runner.invoke(app, args).exit_code == 0
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    failed = [r for r in rows if not r["officegym"]["verdict"]["matched"]]
+    d = browser
+    d.get((run / "report.html").as_uri())
+    shown = d.find_elements(By.CSS_SELECTOR, "details.failure")
+    assert len(shown) == len(failed) > 0
+    first, row = shown[0], failed[0]
+    summary = first.find_element(By.TAG_NAME, "summary")
+    assert row["officegym"]["task_id"] in summary.text
+    assert " ".join(row["responses_create_params"]["input"][-1]["content"].split())[:60] in " ".join(summary.text.split())
+    d.implicitly_wait(0)
+    assert not first.find_element(By.TAG_NAME, "table").is_displayed()  # closed until asked
+    summary.click()
+    expected = first.find_element(By.TAG_NAME, "pre").text
+    call = row["ground_truth"][0]
+    assert expected.startswith(call["name"] + "({\n") and '\\"' not in expected  # indented, not JSON in JSON
+    heads = [th.text for th in first.find_elements(By.TAG_NAME, "th")]
+    assert "verdict" in heads and "row" in heads
+    assert first.find_element(By.CSS_SELECTOR, "tr.missing, tr.extra, tr.changed").is_displayed()
+    d.implicitly_wait(2)

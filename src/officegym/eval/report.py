@@ -1,20 +1,21 @@
 """Reports: one self-contained HTML file (plots inlined) and a Markdown file with PNGs beside it.
 
-Each failed rollout links to its transcript (tool calls and outputs turn by turn) and the
-verifier's state diff, so a reader sees why it failed without opening the JSONL.
+Each failed rollout is shown once, with its prompt, the expected calls, its turns and the verifier's
+evidence as tables (eval/failures.py), so a reader sees why it failed without opening the JSONL.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import json
 from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
 from officegym.core.rollout_row import RolloutRow, officegym_of
 from officegym.eval import plots
+from officegym.eval.failures import CSS as FAILURE_CSS
+from officegym.eval.failures import failure_html, failure_md
 from officegym.eval.metrics import errored as ended_in_error
 
 CSS = """
@@ -111,38 +112,6 @@ def _plots(m: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, bytes]:
     return out
 
 
-def _transcript(row: dict[str, Any]) -> str:
-    parts = []
-    for msg in (row.get("responses_create_params") or {}).get("input", []):
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
-        if msg.get("role") == "user":
-            parts.append(f"<p><b>user</b>: {html.escape(str(content))}</p>")
-    for item in RolloutRow(row).output:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "message":
-            text = " ".join(c.get("text", "") for c in item.get("content", []) if isinstance(c, dict))
-            parts.append(f"<p><b>assistant</b>: {html.escape(text)}</p>")
-        elif kind == "function_call":
-            parts.append(f"<pre>call {html.escape(item.get('name', ''))}({html.escape(item.get('arguments', ''))})</pre>")
-        elif kind == "function_call_output":
-            parts.append(f"<pre>-&gt; {html.escape(str(item.get('output', ''))[:2000])}</pre>")
-    return "\n".join(parts)
-
-
-def _diff(row: dict[str, Any]) -> str:
-    verdict = RolloutRow(row).verdict or {}
-    body = {k: verdict.get(k) for k in ("diff", "invalid_calls", "side_effects", "modes_disagree", "other_mode_reward")}
-    if verdict.get("graded"):  # a graded verifier (the role environments) explains itself in words
-        body = {k: verdict.get(k) for k in ("label", "evidence", "components", "invalid_calls")}
-    gt = row.get("ground_truth")
-    return (
-        "<p><b>expected calls</b></p><pre>" + html.escape(json.dumps(gt, indent=1, ensure_ascii=False)) + "</pre>"
-        "<p><b>verifier evidence</b></p><pre>" + html.escape(json.dumps(body, indent=1, ensure_ascii=False)) + "</pre>"
-    )
-
-
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -217,7 +186,8 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         sections.insert(1, labels)
     notes = _notes(metrics)
 
-    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+         f"<style>{CSS}{FAILURE_CSS}</style></head><body>",
          f"<h1>{html.escape(title)}</h1>"]
     h += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for name, headers, body in sections:
@@ -227,16 +197,11 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         h += [f"<img alt='{n}' src='data:image/png;base64,{base64.b64encode(d).decode()}'>" for n, d in pngs.items()]
     else:
         h.append("<p class='note'>Plots need matplotlib (pip install 'officegym[report]').</p>")
-    h.append(f"<h2>Failures ({len(failures)})</h2><ol>")
-    for i, r in enumerate(failures):
-        og = officegym_of(r)
-        h.append(f"<li><a href='#f{i}'>task {html.escape(str(og.get('task_id')))} sample {og.get('sample_index')}</a></li>")
-    h.append("</ol>")
-    for i, r in enumerate(failures):
-        og = officegym_of(r)
-        h.append(f"<details id='f{i}'><summary><span class='bad'>task {html.escape(str(og.get('task_id')))} "
-                 f"sample {og.get('sample_index')}</span> — stop: {html.escape(str(og.get('stop_reason')))}</summary>")
-        h.append(_transcript(r) + _diff(r) + "</details>")
+    h.append(f"<h2 id='failures'>Failures ({len(failures)})</h2>")
+    if failures:
+        h.append("<p class='muted'>Each with the verifier's reason and the request; open one for the expected "
+                 "calls, the model's turns and the state diff.</p>")
+    h += [failure_html(r, f"f{i}") for i, r in enumerate(failures)]
     if errored:
         h.append(f"<h2>Errored rollouts ({len(errored)}, not scored)</h2><ul>")
         h += [f"<li>task {html.escape(str(og.get('task_id')))} sample {og.get('sample_index')}: "
@@ -252,17 +217,10 @@ def write_report(out_dir: Path, metrics: dict[str, Any], rows: list[dict[str, An
         md += [f"## {name}", "", _md_table(headers, body), ""]
     if pngs:
         md += ["## Plots", ""] + [f"![{n}](plots/{n})" for n in pngs] + [""]
-    md += [f"## Failures ({len(failures)})", "", "Transcripts and state diffs: report.html.", ""]
-    for r in failures[:50]:
-        og = officegym_of(r)
-        verdict = RolloutRow(r).verdict or {}
-        if verdict.get("graded"):
-            why = "; ".join(str(e) for e in verdict.get("evidence") or [])[:300] or "no evidence"
-            md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: {verdict.get('label')} "
-                      f"(reward {r.get('reward')}): {why}")
-            continue
-        tables = ", ".join(verdict.get("diff") or {}) or "no state diff"
-        md.append(f"- task {og.get('task_id')} sample {og.get('sample_index')}: stop {og.get('stop_reason')}; tables differing: {tables}")
+    md += [f"## Failures ({len(failures)})", "", "Expected calls, turns and state diffs: report.html.", ""]
+    md += [failure_md(r) for r in failures[:50]]
+    if len(failures) > 50:
+        md.append(f"- ... and {len(failures) - 50} more (report.html lists them all)")
     if errored:
         md += ["", f"## Errored rollouts ({len(errored)}, not scored)", ""]
         md += [f"- task {og.get('task_id')} sample {og.get('sample_index')}: {_cause(og)}"
