@@ -1,14 +1,19 @@
-"""Memory the HTTP server's sessions hold: per session (tracemalloc) and for a full store (RSS).
+"""Memory the HTTP server's sessions hold: per session (tracemalloc against the server's own weighing)
+and for a whole store (RSS).
 
-Per session, for a session that is fresh, one that wrote to three tables (an e-mail sent, a
-customer updated, an event created: the case of a typical write task), and the worst cases the
-default write budget allows (its write count, or every table written and its bytes spent). Writes go
-through the server's own budget (officegym.server.limits), as tool calls over HTTP do.
+Per session: fresh; one that wrote to three tables (an e-mail sent, a customer updated, an event
+created: a typical write task); one that wrote every table; and the runaway of issue 47 N2 (one
+e-mail with a 60 KB subject, then forwards of it, each storing "FW: " + the subject) until the
+per-session bound refuses. Each line gives what tracemalloc saw and what the server weighed
+(`held_bytes`, the bound it enforces: it must not be below what was seen).
 
-Then the resident memory of this process before and after filling a store with `--sessions`
-sessions of the three-table kind, as `officegym serve` holds them (the world is loaded first).
+Then the resident memory of this process before and after filling a store as `officegym serve`
+holds it (same bounds, same weighing; calls go through officegym.server.limits and the store as
+the server's tool route makes them): `--sessions` sessions of the three-table kind, then runaway
+sessions until the store's byte bound refuses their writes.
 
     python benchmarks/server_memory.py [--world ../shared/reference/workplace/csv_data] [--sessions 10000]
+        [--max-store-bytes 1073741824] [--max-session-bytes 16777216]
 """
 
 from __future__ import annotations
@@ -21,48 +26,71 @@ from pathlib import Path
 
 from officegym.envs.workplace.tools import WRITE_TOOLS
 from officegym.envs.workplace.world import load_world
-from officegym.server.config import DEFAULT_MAX_SESSION_WRITE_BYTES, DEFAULT_MAX_SESSION_WRITES
-from officegym.server.limits import Seeded, WriteLimits
+from officegym.server.config import (
+    DEFAULT_MAX_SESSION_BYTES,
+    DEFAULT_MAX_SESSION_WRITE_BYTES,
+    DEFAULT_MAX_SESSION_WRITES,
+    DEFAULT_MAX_STORE_BYTES,
+)
+from officegym.server.limits import Seeded, WriteLimits, weigh
 from officegym.server.sessions import SessionStore, measure_session_memory
 
 DEFAULT_WORLD = Path(__file__).resolve().parents[2] / "shared" / "reference" / "workplace" / "csv_data"
-LIMITS = WriteLimits(DEFAULT_MAX_SESSION_WRITES, DEFAULT_MAX_SESSION_WRITE_BYTES, WRITE_TOOLS)
 
 
-def call(seeded: Seeded, name: str, arguments: dict) -> bool:
-    """One tool call as the server makes it; False when the write budget refused it."""
-    size = len(json.dumps(arguments).encode())
-    if LIMITS.refusal(seeded, name, size) is not None:
-        return False
-    LIMITS.record(seeded, name, size, seeded.session.execute(name, arguments).status)
-    return True
+class Server:
+    """The store and limits of `officegym serve`, with its tool route's order of checks."""
+
+    def __init__(self, max_sessions: int, max_store_bytes: int, max_session_bytes: int):
+        self.limits = WriteLimits(DEFAULT_MAX_SESSION_WRITES, DEFAULT_MAX_SESSION_WRITE_BYTES, WRITE_TOOLS,
+                                  max_session_bytes)
+        self.store: SessionStore = SessionStore(max_sessions, None, when_full="refuse", max_bytes=max_store_bytes)
+
+    def seed(self, key: str, world) -> bool:
+        seeded = Seeded(world.new_session())
+        return self.store.put(key, seeded, weigh(seeded))
+
+    def call(self, key: str, name: str, arguments: dict) -> bool:
+        """One tool call; False when a bound refused it."""
+        seeded = self.store.get(key)
+        size = len(json.dumps(arguments).encode())
+        if self.limits.refusal(seeded, name, size) is not None:
+            return False
+        if self.limits.is_write(name) and not self.store.has_room():
+            return False
+        status = seeded.session.execute(name, arguments).status
+        self.limits.record(seeded, name, size, status)
+        if self.limits.is_write(name):
+            self.store.charge(key, seeded.held_bytes)
+        return True
 
 
-def three_tables(seeded: Seeded) -> None:
-    call(seeded, "email_send_email", {"recipient": "a@b.cd", "subject": "Status", "body": "All done, thanks."})
-    call(seeded, "customer_relationship_manager_update_customer",
-         {"customer_id": "00000001", "field": "status", "new_value": "Won"})
-    call(seeded, "calendar_create_event", {"event_name": "sync", "participant_email": "a@b.cd",
-                                           "event_start": "2023-12-01 10:00:00", "duration": "30"})
+def three_tables(call, world) -> None:
+    call("email_send_email", {"recipient": "a@b.cd", "subject": "Status", "body": "All done, thanks."})
+    call("customer_relationship_manager_update_customer",
+         {"customer_id": world.tables["crm"][0][0], "field": "status", "new_value": "Won"})
+    call("calendar_create_event", {"event_name": "sync", "participant_email": "a@b.cd",
+                                   "event_start": "2023-12-01 10:00:00", "duration": "30"})
 
 
-def many_small_writes(seeded: Seeded) -> None:
-    while call(seeded, "email_send_email", {"recipient": "a@b.cd", "subject": "s", "body": "b"}):
-        pass
+def every_table(call, world) -> None:
+    three_tables(call, world)
+    task = world.tables["project_tasks"][0]
+    call("project_management_update_task", {"task_id": task[0], "field": "list_name", "new_value": "Backlog"})
+    call("analytics_create_plot", {"time_min": "2023-11-01", "time_max": "2023-11-30",
+                                   "value_to_plot": "total_visits", "plot_type": "bar"})
 
 
-def big_writes(seeded: Seeded) -> None:
-    """Every table written (each one's row list copied), then e-mails until the byte budget is spent."""
-    three_tables(seeded)
-    assignee, board = seeded.session.world.tables["project_tasks"][0][2::3]
-    call(seeded, "project_management_create_task", {"task_name": "t", "assigned_to_email": assignee,
-                                                     "list_name": "Backlog", "due_date": "2023-12-01", "board": board})
-    call(seeded, "analytics_create_plot", {"time_min": "2023-11-01", "time_max": "2023-11-30",
-                                           "value_to_plot": "total_visits", "plot_type": "bar"})
-    while call(seeded, "email_send_email", {"recipient": "a@b.cd", "subject": "s", "body": "x" * 8000}):
-        pass
-    session = seeded.session
-    assert all(session.table(t).owned for t in ("emails", "calendar", "plots", "project_tasks", "crm"))
+def runaway(call, world=None) -> int:
+    """Issue 47 N2: a 60 KB subject, then forwards of it until refused; the forwards that ran."""
+    call("email_send_email", {"recipient": "a@b.cd", "subject": "x" * 60_000, "body": "b"})
+    sent = 0
+    while call("email_forward_email", {"email_id": _last_email_id, "recipient": "a@b.cd"}):
+        sent += 1
+    return sent
+
+
+_last_email_id = ""
 
 
 def rss_kb() -> int:
@@ -72,36 +100,76 @@ def rss_kb() -> int:
     return 0
 
 
+def per_session(world, max_session_bytes: int, sample: int) -> None:
+    def traced(label: str, exercise, n: int) -> None:
+        weighed: list[int] = []
+
+        def make():
+            return world.new_session()
+
+        def run(session):
+            if exercise is not None:
+                server = Server(2, DEFAULT_MAX_STORE_BYTES, max_session_bytes)
+                server.store.put("k", Seeded(session))
+                exercise(lambda name, arguments: server.call("k", name, arguments), world)
+            weighed.append(session.held_bytes())
+
+        m = measure_session_memory(make, n=n, exercise=run)
+        seen = m.bytes_exercised
+        print(f"per session, {label:34s} traced {seen / 1024:9.1f} KiB, weighed {weighed[-1] / 1024:9.1f} KiB "
+              f"({n} sessions)")
+
+    traced("fresh", None, sample)
+    traced("three tables written", three_tables, sample)
+    traced("every table written", every_table, sample)
+
+    traced(f"runaway to the {max_session_bytes // 2**20} MiB bound", runaway, 3)
+
+
 def main() -> None:
+    global _last_email_id
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--world", type=Path, default=DEFAULT_WORLD)
     p.add_argument("--sessions", type=int, default=10_000)
     p.add_argument("--sample", type=int, default=200, help="sessions per tracemalloc measurement")
+    p.add_argument("--max-store-bytes", type=int, default=DEFAULT_MAX_STORE_BYTES)
+    p.add_argument("--max-session-bytes", type=int, default=DEFAULT_MAX_SESSION_BYTES)
     a = p.parse_args()
     world = load_world(a.world)
+    ids = [int(r[0]) for r in world.tables["emails"] if r[0].isdigit()]
+    _last_email_id = str(max(ids, default=0) + 1)  # the id send_email gives the runaway's e-mail
     print(f"python {platform.python_version()}, world {a.world}, {platform.machine()}")
+    per_session(world, a.max_session_bytes, a.sample)
 
-    def make() -> Seeded:
-        return Seeded(world.new_session())
-
-    for label, exercise, n in (("fresh", None, a.sample), ("three tables written", three_tables, a.sample),
-                               (f"{DEFAULT_MAX_SESSION_WRITES} small writes (budget)", many_small_writes, 20),
-                               (f"all tables + {DEFAULT_MAX_SESSION_WRITE_BYTES // 1024} KiB (budget)", big_writes, 20)):
-        m = measure_session_memory(make, n=n, exercise=exercise)
-        per = m.bytes_fresh if exercise is None else m.bytes_exercised
-        print(f"per session, {label:32s} {per / 1024:9.1f} KiB  ({n} sessions traced)")
-
+    server = Server(a.sessions + 1_000, a.max_store_bytes, a.max_session_bytes)
     gc.collect()
     before = rss_kb()
-    store: SessionStore = SessionStore(max_sessions=a.sessions, idle_ttl_s=None, when_full="refuse")
     for i in range(a.sessions):
-        seeded = make()
-        three_tables(seeded)
-        store.put(f"{i:036d}", seeded)
+        key = f"{i:036d}"
+        server.seed(key, world)
+        three_tables(lambda name, arguments, key=key: server.call(key, name, arguments), world)
+    gc.collect()
+    mid = rss_kb()
+    held = server.store.stats().bytes
+    print(f"RSS: world loaded {before / 1024:.0f} MiB; {a.sessions:,} sessions that wrote three tables: "
+          f"+{(mid - before) / 1024:.0f} MiB ({(mid - before) / a.sessions:.1f} KiB each), weighed "
+          f"{held / 2**20:.0f} MiB")
+    runaways = forwards = 0
+    while True:
+        key = f"runaway{runaways}"
+        if not server.seed(key, world):
+            break
+        runaways += 1
+        ran = runaway(lambda name, arguments, key=key: server.call(key, name, arguments))
+        forwards += ran
+        if ran == 0 or not server.store.has_room():
+            break
     gc.collect()
     after = rss_kb()
-    print(f"RSS: world loaded {before / 1024:.0f} MiB; with {len(store):,} sessions that wrote three tables "
-          f"{after / 1024:.0f} MiB (+{(after - before) / 1024:.0f} MiB, {(after - before) / len(store):.1f} KiB each)")
+    held = server.store.stats().bytes
+    print(f"RSS: then {runaways} runaway sessions ({forwards} forwards) until the store's bound of "
+          f"{a.max_store_bytes / 2**20:.0f} MiB refused: +{(after - before) / 1024:.0f} MiB over the world, weighed "
+          f"{held / 2**20:.0f} MiB; {after / 1024:.0f} MiB resident in all")
 
 
 if __name__ == "__main__":

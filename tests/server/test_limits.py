@@ -153,13 +153,50 @@ def test_a_session_writes_at_most_so_many_calls_and_bytes(tiny_env, tiny_tasks):
     assert TestClient(c.app).get("/health").json()["requests"]["writes_refused"] == 1
 
 
-def test_the_default_write_budget_stops_a_runaway_session(tiny_env):
+def test_the_defaults_refuse_no_write_of_normal_use(tiny_env):
     c = seeded(create_app(tiny_env))
-    statuses = [c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 30_000}).headers[STATUS_HEADER]
-                for _ in range(4)]
-    assert statuses == ["ok", "ok", "error", "error"]  # 64 KiB of written arguments per session
+    statuses = {c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": f"s{i}", "body": "x" * 2000}).headers[STATUS_HEADER]
+                for i in range(300)}  # far more than an episode, which the old budget (128 writes, 64 KiB) refused
+    assert statuses == {"ok"}
+    assert c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "long", "body": "x" * 200_000}).headers[STATUS_HEADER] == "ok"
     health = TestClient(c.app).get("/health").json()
-    assert health["max_session_writes"] == 128 and health["max_session_write_bytes"] == 64 * 1024
+    assert health["max_session_writes"] == 1000 and health["max_session_write_bytes"] == 16 * 1024 * 1024
+    assert health["max_session_bytes"] == 16 * 1024 * 1024 and health["max_store_bytes"] == 1024 ** 3
+    assert 600_000 < health["sessions"]["bytes"] < 2_000_000  # 300 rows of 2 KB and one of 200 KB, weighed
+
+
+def test_what_a_session_holds_is_bounded_in_bytes_not_by_its_requests(tiny_env):
+    """Forwarding an e-mail stores "FW: " + its subject: tiny requests, big rows (issue 47 N2)."""
+    c = seeded(create_app(tiny_env, max_session_bytes=1_000_000))
+    c.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "x" * 50_000, "body": "b"})
+    statuses = []
+    for _ in range(40):  # the e-mail sent is "3" (send_email ids are not zero-padded)
+        statuses.append(c.post("/email_forward_email", json={"email_id": "3", "recipient": "a@b.cd"}).headers[STATUS_HEADER])
+    first_error = statuses.index("error")
+    assert 15 <= first_error <= 20 and set(statuses[first_error:]) == {"error"}  # ~50 KB a forward, 1 MB a session
+    r = c.post("/email_forward_email", json={"email_id": "3", "recipient": "a@b.cd"})
+    assert "this session holds" in r.json()["output"] and "limit is 1000000" in r.json()["output"]
+    assert c.post("/email_search_emails", json={"query": "b"}).headers[STATUS_HEADER] == "ok"  # reads go on
+    assert TestClient(c.app).get("/health").json()["sessions"]["bytes"] < 1_100_000
+
+
+def test_the_store_is_bounded_in_bytes_evicting_idle_sessions_first(tiny_env):
+    now = [0.0]
+    app = create_app(tiny_env, max_store_bytes=400_000, evict_idle_s=60, clock=lambda: now[0])
+    idle, busy = seeded(app), seeded(app)
+    idle.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 250_000})
+    now[0] = 30
+    assert busy.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 100_000}).headers[STATUS_HEADER] == "ok"
+    assert busy.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "x" * 100_000}).headers[STATUS_HEADER] == "ok"
+    r = busy.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "b"})  # 450 KB held, idle used 30 s ago
+    assert r.headers[STATUS_HEADER] == "error" and "every one is in use" in r.json()["output"]
+    now[0] = 61  # the first session idled past evict_idle_s: it makes room
+    assert busy.post(f"/{SEND}", json={"recipient": "a@b.cd", "subject": "s", "body": "b"}).headers[STATUS_HEADER] == "ok"
+    assert idle.post("/email_search_emails", json={}).status_code == 400
+    sessions = TestClient(app).get("/health").json()["sessions"]
+    assert sessions["evicted_idle"] == 1 and 200_000 < sessions["bytes"] < 400_000
+    busy.post("/close_session", json={"resources_session_id": "x", "episode_id": {"rollout_id": "x", "attempt": 0}})
+    assert TestClient(app).get("/health").json()["sessions"]["bytes"] == 0  # closing frees what it held
 
 
 def test_verify_replays_at_most_max_verify_calls(tiny_env, tiny_tasks):

@@ -20,8 +20,10 @@ def serve(
     idle_ttl: Annotated[float, typer.Option("--idle-ttl", min=0, help="Seconds an unused session is kept (0: until closed).")] = 3600.0,
     evict_idle: Annotated[float, typer.Option("--evict-idle", min=0, help="At --max-sessions, a new session evicts the least recently used one idle this many seconds (0: never; then the new one gets 503).")] = 60.0,
     max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1024, help="Larger bodies: /verify scores 0, other routes get 413.")] = 64 * 1024 * 1024,
-    max_session_writes: Annotated[int, typer.Option("--max-session-writes", min=1, help="Successful write calls per session; later ones fail as tool errors.")] = 128,
-    max_session_write_bytes: Annotated[int, typer.Option("--max-session-write-bytes", min=1024, help="Bytes of write-call arguments per session.")] = 64 * 1024,
+    max_session_writes: Annotated[int, typer.Option("--max-session-writes", min=1, help="Successful write calls per session; later ones fail as tool errors.")] = 1000,
+    max_session_write_bytes: Annotated[int, typer.Option("--max-session-write-bytes", min=1024, help="Bytes of write-call arguments per session.")] = 16 * 1024 * 1024,
+    max_session_bytes: Annotated[int, typer.Option("--max-session-bytes", min=0, help="Bytes of data one session may hold (0: unbounded); past it, writes fail as tool errors.")] = 16 * 1024 * 1024,
+    max_store_bytes: Annotated[int, typer.Option("--max-store-bytes", min=0, help="Bytes of data all sessions may hold together (0: unbounded); past it, idle sessions are evicted, else writes fail as tool errors.")] = 1024 * 1024 * 1024,
     max_verify_calls: Annotated[int, typer.Option("--max-verify-calls", min=1, help="Predicted calls one /verify scores; more score 0.")] = 1000,
     secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one).")] = None,
     model_base_url: Annotated[str | None, typer.Option("--model-base-url", help="Default OpenAI-compatible server for POST /run, e.g. http://127.0.0.1:9000/v1")] = None,
@@ -51,7 +53,8 @@ def serve(
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
                    evict_idle_s=evict_idle or None, max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,
-                   max_session_write_bytes=max_session_write_bytes, max_verify_calls=max_verify_calls,
+                   max_session_write_bytes=max_session_write_bytes, max_session_bytes=max_session_bytes or None,
+                   max_store_bytes=max_store_bytes or None, max_verify_calls=max_verify_calls,
                    secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
                    model=model, model_api=model_api, log_level=log_level)
     except ServeError as exc:

@@ -21,7 +21,8 @@ bounded store (count + idle TTL, sessions.py); NeMo Gym 0.7 also drops the sessi
 A full store makes room by evicting its least recently used session once that one has idled for
 `evict_idle_s` (counted in /health's `sessions.evicted_idle`, logged); only when every session is
 in active use does it refuse with 503, Retry-After and a `detail` that NeMo Gym's agent passes on
-in its own error. A session may write at most so much (limits.py). NeMo Gym's /ng-rollout/<id>/ path prefix is stripped.
+in its own error. What sessions hold is bounded in bytes, per session and over the store
+(limits.py): a write past either bound is refused in band once no idle session can make room. NeMo Gym's /ng-rollout/<id>/ path prefix is stripped.
 
 Bad input never gives a 500: bodies that are not JSON, not objects or of the wrong types get the
 4xx FastAPI would give the reference (422 with the same `detail`), bodies over `max_body_bytes` are
@@ -54,9 +55,11 @@ from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSION_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
     DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
     MAX_RUN_STEPS,
     ServerConfig,
@@ -103,6 +106,8 @@ def create_app(
     evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
+    max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
     cookie_name: str | None = None,
     secret_key: str | None = None,
@@ -128,6 +133,8 @@ def create_app(
         raise ValueError("max_session_writes, max_session_write_bytes and max_verify_calls must be at least 1")
     if evict_idle_s is not None and evict_idle_s < 0:
         raise ValueError("evict_idle_s must be at least 0")
+    if min(max_session_bytes or 1, max_store_bytes or 1) < 1:
+        raise ValueError("max_session_bytes and max_store_bytes must be at least 1 (or None for no bound)")
     if model_api not in ("chat", "responses"):
         raise ValueError("model_api must be 'chat' or 'responses'")
     if not 1 <= max_steps <= MAX_RUN_STEPS:
@@ -145,13 +152,14 @@ def create_app(
     config = ServerConfig(
         max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, evict_idle_s=evict_idle_s, max_body_bytes=max_body_bytes,
         max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
+        max_session_bytes=max_session_bytes, max_store_bytes=max_store_bytes,
         max_verify_calls=max_verify_calls, cookie_name=cookie,
         secret_key=secret_key or cookie, mode=mode, evidence=evidence, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, policy_options=policy_options,
         sweep_interval_s=sweep_interval_s,
     )
     state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock, when_full="refuse",
-                                                        evict_idle_s=evict_idle_s))
+                                                        evict_idle_s=evict_idle_s, max_bytes=max_store_bytes))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):

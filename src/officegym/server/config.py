@@ -15,10 +15,16 @@ DEFAULT_EVICT_IDLE_S = 60.0
 # NeMo Gym's own servers set no body limit, and its agent posts whole episodes to /verify (every
 # model output and tool answer of up to 32k-token contexts): tens of MiB must get through.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
-# What one session may write: a task writes a handful of rows; a runaway policy must not grow the
-# server without bound (each write keeps its arguments' text in the session's tables).
-DEFAULT_MAX_SESSION_WRITES = 128
-DEFAULT_MAX_SESSION_WRITE_BYTES = 64 * 1024
+# What sessions may hold (limits.py weighs each after its writes, an upper bound of its memory):
+# the whole store, and one session. A write task on the reference world holds 40-60 KiB, on a
+# --size large world under 1 MiB; what is left bounds a policy that writes without end.
+DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024
+DEFAULT_MAX_SESSION_BYTES = 16 * 1024 * 1024
+# Write calls per session and the bytes of their requests: far above what the reference performs in
+# an episode (a /verify replays at most DEFAULT_MAX_VERIFY_CALLS calls anyway); the bytes bounds
+# above are what protect memory.
+DEFAULT_MAX_SESSION_WRITES = 1000
+DEFAULT_MAX_SESSION_WRITE_BYTES = 16 * 1024 * 1024
 # Calls one /verify replays: a 6-turn episode makes tens; 7,000 took 2-3 s of CPU.
 DEFAULT_MAX_VERIFY_CALLS = 1000
 DEFAULT_RETRY_AFTER_S = 1
@@ -33,6 +39,8 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES  # successful write calls per session
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES  # their request bodies, summed
+    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES  # what one session may hold; None: unbounded
+    max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES  # what all sessions may hold; None: unbounded
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS  # predicted calls one /verify replays
     retry_after_s: int = DEFAULT_RETRY_AFTER_S  # Retry-After of the 503 when the store is full
     cookie_name: str = REFERENCE_COOKIE

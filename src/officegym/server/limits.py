@@ -1,9 +1,13 @@
-"""What one live session may write, and what it has written.
+"""What one live session may write, and what it holds.
 
-A session's memory grows with what it writes (the arguments' text lands in its tables, and the
-first write to a table copies that table's row list), so the server counts each session's
-successful write calls and the bytes of their request bodies, and refuses a write that would pass
-either bound with the reference's in-band error shape: the model reads why, nothing crashes.
+A session's memory grows with what it writes: the first write to a table copies that table's row
+lists, and a write can hold far more than its request carried (`email_forward_email` stores
+"FW: " + a subject the session wrote before). So the server weighs each session after every write
+call (`held_bytes`, the environment's upper bound of what the session holds beyond the shared
+world; for an environment without one, the bytes of its write requests) and refuses a write once
+the session holds `max_session_bytes`, or has made `max_writes` writes or sent `max_bytes` of write
+requests, with the reference's in-band error shape: the model reads why, nothing crashes. The store
+bounds the sum over all sessions (sessions.py).
 """
 
 from __future__ import annotations
@@ -11,14 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# What a session is weighed at before its first write when its environment cannot weigh it.
+FRESH_SESSION_BYTES = 1024
+
 
 @dataclass
 class Seeded:
-    """A live session with the writes it made so far."""
+    """A live session with the writes it made so far and what it holds."""
 
     session: Any
     writes: int = 0
     write_bytes: int = 0
+    held_bytes: int = FRESH_SESSION_BYTES
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,7 @@ class WriteLimits:
     max_writes: int
     max_bytes: int
     write_tools: frozenset[str] | None  # None: every tool may write (an environment that names none)
+    max_session_bytes: int | None = None  # what one session may hold; None: unbounded
 
     def is_write(self, name: str) -> bool:
         return self.write_tools is None or name in self.write_tools
@@ -39,10 +48,24 @@ class WriteLimits:
                     f"({self.max_writes} writes, {self.max_bytes} bytes of write arguments; it has made "
                     f"{seeded.writes} writes of {seeded.write_bytes} bytes and this call has {size}). "
                     "The call was not run.")
+        if self.max_session_bytes is not None and seeded.held_bytes >= self.max_session_bytes:
+            return (f"Error executing tool '{name}': this session holds {seeded.held_bytes} bytes of data, its "
+                    f"limit is {self.max_session_bytes}. The call was not run.")
         return None
 
     def record(self, seeded: Seeded, name: str, size: int, status: str) -> None:
-        """Count a call that ran; only successful writes change a session's tables."""
-        if status == "ok" and self.is_write(name):
+        """Count a call that ran and weigh the session again after a write call (any status: a
+        failed call may have written before it failed)."""
+        if not self.is_write(name):
+            return
+        if status == "ok":
             seeded.writes += 1
             seeded.write_bytes += size
+        weigh(seeded)
+
+
+def weigh(seeded: Seeded) -> int:
+    """What the session holds now (its environment's upper bound, else its write requests' bytes)."""
+    held = getattr(seeded.session, "held_bytes", None)
+    seeded.held_bytes = held() if callable(held) else FRESH_SESSION_BYTES + seeded.write_bytes
+    return seeded.held_bytes

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from officegym.core.protocols import Environment
 from officegym.server.agent import SimpleAgent
 from officegym.server.config import ServerConfig
-from officegym.server.limits import Seeded, WriteLimits
+from officegym.server.limits import Seeded, WriteLimits, weigh
 from officegym.server.metrics import aggregate_metrics
 from officegym.server.protocol import (
     BODY_TOO_LARGE,
@@ -75,7 +75,7 @@ class ServerState:
         self._logged_at: dict[str, float] = {}
         declared = getattr(env, "write_tools", None)
         self.limits = WriteLimits(config.max_session_writes, config.max_session_write_bytes,
-                                  frozenset(declared) if declared else None)
+                                  frozenset(declared) if declared else None, config.max_session_bytes)
 
     # -- liveness and introspection
 
@@ -96,6 +96,8 @@ class ServerState:
             "max_body_bytes": self.config.max_body_bytes,
             "max_session_writes": self.config.max_session_writes,
             "max_session_write_bytes": self.config.max_session_write_bytes,
+            "max_session_bytes": self.config.max_session_bytes,
+            "max_store_bytes": self.config.max_store_bytes,
             "max_verify_calls": self.config.max_verify_calls,
             "requests": dict(self.counts),
             "write_tools": sorted(getattr(self.env, "write_tools", ()) or ()),
@@ -117,7 +119,8 @@ class ServerState:
         # The reference validates the body, then ignores it; one too large to read is ignored unread.
         body = {} if request.scope.get(BODY_TOO_LARGE) else await read_object(request, allow_empty=True)
         session = self._session_from_row(body) if from_row else self.env.session(None)
-        if not self.store.put(session_id(request), Seeded(session)):
+        seeded = Seeded(session)
+        if not self.store.put(session_id(request), seeded, weigh(seeded)):
             self.counts["seed_refused"] += 1
             self._log_limited("refused", "session store full (%d sessions, every one used in the last %s s): "
                               "refused new sessions (%d in all)", self.config.max_sessions,
@@ -205,6 +208,11 @@ class ServerState:
         self.counts["tool_calls"] += 1
         size = len(await request.body())
         refusal = self.limits.refusal(seeded, name, size)
+        if refusal is None and self.limits.is_write(name) and not self.store.has_room():
+            refusal = (f"Error executing tool '{name}': the server's sessions hold their maximum of "
+                       f"{self.config.max_store_bytes} bytes of data and every one is in use. The call was not run.")
+            self._log_limited("store_bytes", "session store full (%d bytes held, every session in use): refused "
+                              "writes", self.store.stats().bytes)
         if refusal is not None:
             self.counts["writes_refused"] += 1
             return Response(dumps({"output": refusal}), media_type="application/json", headers={STATUS_HEADER: "error"})
@@ -220,6 +228,8 @@ class ServerState:
         else:
             text, status = session.call(name, arguments), "ok"
         self.limits.record(seeded, name, size, status)
+        if self.limits.is_write(name):
+            self.store.charge(session_id(request), seeded.held_bytes)
         return Response(text, media_type="application/json", headers={STATUS_HEADER: status})
 
     # -- verify and metrics

@@ -18,9 +18,11 @@ from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSION_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
     DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
 )
 
@@ -73,6 +75,8 @@ def run_server(
     evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
     max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
     max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
+    max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
     secret_key: str | None = None,
     cookie_name: str | None = None,
@@ -91,6 +95,7 @@ def run_server(
         env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
         evict_idle_s=evict_idle_s,
         max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
+        max_session_bytes=max_session_bytes, max_store_bytes=max_store_bytes,
         max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
     )
@@ -117,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="successful write calls one session may make")
     p.add_argument("--max-session-write-bytes", type=int, default=DEFAULT_MAX_SESSION_WRITE_BYTES,
                    help="bytes of write-call bodies one session may send")
+    p.add_argument("--max-session-bytes", type=int, default=DEFAULT_MAX_SESSION_BYTES,
+                   help="bytes of data one session may hold; 0: unbounded")
+    p.add_argument("--max-store-bytes", type=int, default=DEFAULT_MAX_STORE_BYTES,
+                   help="bytes of data all sessions may hold together; 0: unbounded")
     p.add_argument("--max-verify-calls", type=int, default=DEFAULT_MAX_VERIFY_CALLS,
                    help="predicted calls one /verify replays (more: scored 0)")
     p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
@@ -134,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
                    idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
                    max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,
+                   max_session_bytes=a.max_session_bytes or None, max_store_bytes=a.max_store_bytes or None,
                    max_verify_calls=a.max_verify_calls, secret_key=a.secret,
                    log_level=a.log_level)
     except ServeError as exc:

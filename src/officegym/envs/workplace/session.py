@@ -12,6 +12,9 @@ from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, 
 from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World
 
+# A fresh session: itself and its five table states (measured with tracemalloc, rounded up).
+_SESSION_BYTES = 1024
+
 
 class WorkplaceSession:
     """One isolated episode over a world. Creating one copies nothing; the first write to a table
@@ -32,6 +35,12 @@ class WorkplaceSession:
 
     def table(self, name: str) -> TableState:
         return getattr(self, name)
+
+    def held_bytes(self) -> int:
+        """Memory this session holds beyond the shared world (an upper bound; the server bounds
+        its sessions by it)."""
+        tables = (self.emails, self.calendar, self.plots, self.project_tasks, self.crm)
+        return _SESSION_BYTES + sum(t.held_bytes() for t in tables)
 
     def execute(self, name: str, arguments: Any = None, drop_nulls: bool = True) -> ToolResult:
         """Run one tool. Never raises on model input: failures come back as an "error" result

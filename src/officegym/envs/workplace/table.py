@@ -12,6 +12,7 @@ answer as the general pandas-faithful path in `frame_ops`, which handles everyth
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from officegym.envs.workplace import frame_ops
@@ -21,8 +22,38 @@ LABEL_ZERO = "zero"  # concat without ignore_index: the new one-row frame brings
 LABEL_NEXT = "next"  # df.loc[len(df)] = row
 
 
+# An int object in a labels or origins list (values past CPython's small-int cache are objects).
+_INT_BYTES = 32
+_SMALL_INTS = 257
+
+
+def value_bytes(value: Any) -> int:
+    """Memory a cell value holds (containers walked; objects met twice counted once). An upper
+    bound for a cell that shares its text with another row."""
+    if type(value) is str:
+        return sys.getsizeof(value)
+    total, stack, seen = 0, [value], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        total += sys.getsizeof(v)
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+    return total
+
+
+def row_bytes(row: tuple) -> int:
+    return sys.getsizeof(row) + sum(value_bytes(c) for c in row)
+
+
 class TableState:
-    __slots__ = ("_ids", "_labels", "_origins", "columns", "insert_rule", "owned", "rows", "split_blocks")
+    __slots__ = ("_ids", "_labels", "_new_bytes", "_origins", "_peak_rows", "columns", "insert_rule", "owned",
+                 "rows", "split_blocks")
 
     def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], insert_rule: str, ids: tuple | None = None):
         self.columns = columns
@@ -36,6 +67,18 @@ class TableState:
         # columns or brings a numeric cell splits it for good, and pandas' list assignment rules
         # differ then (frame_ops.assign_values).
         self.split_blocks = False
+        self._new_bytes = 0  # rows this session made (appended or rewritten), never less after deletes
+        self._peak_rows = 0  # the most rows the owned lists held: a list keeps its room after deletes
+
+    def held_bytes(self) -> int:
+        """Memory this session's copy of the table holds beyond the world's shared rows: its lists
+        (rows, ids, labels, origins) and the rows it made. 0 until the first write."""
+        if not self.owned:
+            return 0
+        n = self._peak_rows
+        lists = 2 + (self._labels is not None) + (self._origins is not None)
+        ints = (self._labels is not None) + (self._origins is not None)
+        return (lists * 8 * n) * 9 // 8 + ints * _INT_BYTES * max(0, n - _SMALL_INTS) + self._new_bytes
 
     @property
     def labels(self) -> list[int]:
@@ -93,6 +136,7 @@ class TableState:
             if self._ids is not None:
                 self._ids = list(self._ids)
             self.owned = True
+        self._peak_rows = max(self._peak_rows, len(self.rows) + 1)
         return self.rows  # type: ignore[return-value]
 
     def append(self, row: tuple, reorders_columns: bool = False) -> None:
@@ -112,6 +156,7 @@ class TableState:
         elif self._labels is not None:  # LABEL_NEXT keeps contiguity when there were no gaps
             self._labels.append(n)
         rows.append(row)
+        self._new_bytes += row_bytes(row)
         if self._ids is not None:
             self._ids.append(row[0])  # type: ignore[union-attr]
 
@@ -147,6 +192,7 @@ class TableState:
         row = list(rows[index])
         row[column] = value
         rows[index] = tuple(row)
+        self._new_bytes += sys.getsizeof(rows[index]) + value_bytes(value)
         if column == 0 and self._ids is not None:
             self._ids[index] = value  # type: ignore[index]
 

@@ -15,6 +15,7 @@ officegym's settings share that block (all optional):
                              generated: officegym's default generated world; else a world folder
     mode: nemo_gym           verification mode (nemo_gym: the reference's rewards, quirks included)
     max_sessions, idle_ttl_s, evict_idle_s, max_body_bytes, max_session_writes, max_session_write_bytes,
+    max_session_bytes, max_store_bytes,
     max_verify_calls, evidence, cookie_name, secret_key, log_level   (server/config.py)
 
 The session cookie is named and signed as NeMo Gym names and signs its own servers' cookies,
@@ -40,9 +41,11 @@ from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSION_BYTES,
     DEFAULT_MAX_SESSION_WRITE_BYTES,
     DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
 )
 
@@ -83,6 +86,8 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     max_session_writes: int = Field(DEFAULT_MAX_SESSION_WRITES, ge=1)
     max_session_write_bytes: int = Field(DEFAULT_MAX_SESSION_WRITE_BYTES, ge=1)
+    max_session_bytes: int | None = Field(DEFAULT_MAX_SESSION_BYTES, ge=0)  # 0 or null: unbounded
+    max_store_bytes: int | None = Field(DEFAULT_MAX_STORE_BYTES, ge=0)  # 0 or null: unbounded
     max_verify_calls: int = Field(DEFAULT_MAX_VERIFY_CALLS, ge=1)
     evidence: bool = True
     cookie_name: str | None = None
@@ -237,6 +242,7 @@ def _server_options(launch: Launch) -> dict[str, Any]:
         mode=s.mode, max_sessions=s.max_sessions, idle_ttl_s=s.idle_ttl_s or None, max_body_bytes=s.max_body_bytes,
         evict_idle_s=s.evict_idle_s or None,
         max_session_writes=s.max_session_writes, max_session_write_bytes=s.max_session_write_bytes,
+        max_session_bytes=s.max_session_bytes or None, max_store_bytes=s.max_store_bytes or None,
         max_verify_calls=s.max_verify_calls, evidence=s.evidence, cookie_name=launch.cookie_name,
         secret_key=launch.secret_key,
     )
