@@ -15,7 +15,7 @@ def _run(tmp_path):
     cfg = build_config(PipelineConfig, {
         "out_dir": str(out), "model": "oracle", "stages": ["world", "tasks"],
         "world": {"seed": 3, "size": "small"},
-        "tasks": {"n": 80, "seed": 0, "templates": ["email.send_to_address", "email.send_to_person"]},
+        "tasks": {"n": 80, "seed": 0, "wordings": "base", "templates": ["email.send_to_address", "email.send_to_person"]},
         "eval": {"max_tasks": 2, "max_steps": 3}}, [])
     Pipeline(cfg).run()
     return out
