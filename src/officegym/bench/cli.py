@@ -16,6 +16,7 @@ bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
 console = Console(stderr=True)
 
 RUN_FILES = ("results.jsonl", "scores.json", "run.json", "report.html", "report.md")
+RUN_ENTRIES = (*RUN_FILES, "plots")
 
 
 def _fail(message: str) -> None:
@@ -61,6 +62,11 @@ def bfcl_command(
     from officegym.progress import progress
 
     output_dir(out, "--out")
+    from officegym.core.run_folder import foreign_folder
+
+    problem = foreign_folder(out, "bfcl", RUN_ENTRIES)  # before a model loads: another run's folder stays whole
+    if problem:
+        _fail(problem)
     try:
         chosen = parse_categories(categories)
         version = bfcl_lib.version()
@@ -79,7 +85,7 @@ def bfcl_command(
         _fail(problem)
     out.mkdir(parents=True, exist_ok=True)
     _check_run(out, policy, version, fresh)
-    run_info = {"policy": policy, "bfcl_eval_version": version, "categories": chosen, "limit": limit, "seed": seed,
+    run_info = {"kind": "bfcl", "policy": policy, "bfcl_eval_version": version, "categories": chosen, "limit": limit, "seed": seed,
                 "temperature": temperature, "max_new_tokens": max_new_tokens, "base_url": base_url}
     atomic_write(out / "run.json", json.dumps(run_info, indent=2) + "\n")
     params = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)

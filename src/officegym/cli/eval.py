@@ -195,6 +195,7 @@ def eval_cmd(
     from officegym.progress import Stage, heartbeat, policy_activity, progress
 
     output_dir(out, "--out")
+    _check_run_folder(out)
     task_list = read_task_file(tasks)[:limit]
     cap = max_tool_output_chars or None
     env_name, environment, mode = _environment(env, world, mode, task_list, allow_world_mismatch)
@@ -209,7 +210,7 @@ def eval_cmd(
     on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, ray_engines, ray_engine_gpus, policy, concurrency)
     config = LoopConfig(max_steps=max_steps, max_tool_output_chars=cap, mode=mode,
                         params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
-    run_info = {"policy": policy, "env": env_name, "tasks": str(tasks),
+    run_info = {"kind": "eval", "policy": policy, "env": env_name, "tasks": str(tasks),
                 "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens,
                 "max_tool_output_chars": cap, "seed": seed, "base_url": base_url, "limit": limit}
@@ -287,6 +288,20 @@ def _env_spec(env_name: str, environment, mode: str | None):
     from officegym.agent.ray_workers import EnvSpec
 
     return EnvSpec(env_name, world=environment.world_path, mode=mode)
+
+
+# What `officegym eval` writes into its --out folder.
+RUN_ENTRIES = ("rollouts.jsonl", "metrics.json", "run.json", "report.html", "report.md", "plots")
+
+
+def _check_run_folder(out: Path) -> None:
+    """--out holds an eval run or nothing else: another command's run (`bench bfcl`'s run.json and
+    report would be replaced) or a folder of other files is refused, --fresh or not."""
+    from officegym.core.run_folder import foreign_folder
+
+    problem = foreign_folder(out, "eval", RUN_ENTRIES)
+    if problem:
+        fail(problem)
 
 
 def _check_run_env(out: Path, env_name: str, policy: str | None = None, fresh: bool = False) -> None:

@@ -31,3 +31,49 @@ def clear_run(out: Path, names: Iterable[str]) -> None:
     """--fresh: remove a run's own files (nothing else in the folder)."""
     for name in names:
         (out / name).unlink(missing_ok=True)
+
+
+# What a run folder's run.json says it holds: its "kind", else the keys only that kind writes.
+KIND_NAMES = {"eval": "an `officegym eval` run", "bfcl": "an `officegym bench bfcl` run",
+              "council": "an `officegym council` run"}
+
+
+def run_kind(info: dict) -> str | None:
+    kind = info.get("kind")
+    if isinstance(kind, str):
+        return kind
+    if "bfcl_eval_version" in info:
+        return "bfcl"
+    if "seats" in info or "max_rounds" in info:
+        return "council"
+    if "policy" in info and "env" in info:
+        return "eval"
+    return None
+
+
+def foreign_folder(out: Path, kind: str, own: Iterable[str]) -> str | None:
+    """Why `out` cannot take a `kind` run (None where it can): it holds a run of another kind, or
+    files that no run of this kind writes (`own`: its file and folder names). Hidden entries
+    (an interrupted atomic write's temporary file, .git) do not count."""
+    try:
+        names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not names:
+        return None
+    try:
+        info = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        info = None
+    what = KIND_NAMES.get(kind, f"a {kind} run")
+    if isinstance(info, dict):
+        other = run_kind(info)
+        if other == kind:
+            return None
+        held = KIND_NAMES.get(other, "another command's run") if other else "another command's run"
+        return f"{out} holds {held} (see its run.json), not {what}: use another --out"
+    strangers = [n for n in names if n not in set(own)]
+    if strangers:
+        shown = ", ".join(strangers[:4]) + (f" and {len(strangers) - 4} more" if len(strangers) > 4 else "")
+        return f"{out} is not empty and is not {what} (it holds {shown}): use a new or empty folder for --out"
+    return None
