@@ -36,6 +36,7 @@ from officegym.cli.ray_options import (
     ray_options,
 )
 from officegym.core import registry
+from officegym.core.files import jsonl_line
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
 from officegym.eval.defaults import EVAL_DEFAULTS
 
@@ -128,7 +129,7 @@ def verify(
     lines = [v.to_row() for v in verdicts]
     if to_stdout:
         for line in lines:
-            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+            sys.stdout.write(jsonl_line(line))
     elif out is not None:
         write_jsonl(out, lines)
     scored = [v for v in verdicts if v.reward is not None]

@@ -9,6 +9,9 @@ What a write does to what already sits at the path:
 - a device, FIFO or socket (`--out /dev/null`, `/dev/stdout`, a pipe): written through, in place.
   Such a path is never replaced: renaming onto /dev/null as root turns it into a regular file.
 - a folder: IsADirectoryError with the path.
+
+Text is UTF-8. What UTF-8 cannot hold (a lone surrogate, which a model's valid JSON "\\ud800" can
+carry into any row) is written as a backslash escape, so that one odd answer never stops a run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+# Inside JSON text this escape is JSON's own (`\\ud800` reads back as the same string).
+TEXT_ERRORS = "backslashreplace"
 
 
 def _umask() -> int:
@@ -53,7 +59,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', not {mode!r}")
     target = resolve_output(path)
-    text_args: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
+    text_args: dict[str, Any] = {"encoding": "utf-8", "errors": TEXT_ERRORS, "newline": "\n"} if mode == "w" else {}
     try:
         st = target.stat()
     except FileNotFoundError:
@@ -78,7 +84,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
 def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """Write `data` to `path` atomically (see the module docstring for links and devices)."""
     with atomic_open(path, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.write(data.encode("utf-8", TEXT_ERRORS) if isinstance(data, str) else data)
     return Path(path)
 
 
@@ -87,7 +93,19 @@ def jsonl_line(row: Any, default: Any = None) -> str:
     escapes it inside strings), so readers must split on "\\n" alone, never on str.splitlines()'s
     U+2028, U+2029, U+0085, \\x1c-\\x1e, which may sit raw inside strings. A value JSON cannot
     hold raises TypeError unless `default` converts it."""
-    return json.dumps(row, ensure_ascii=False, default=default) + "\n"
+    line = json.dumps(row, ensure_ascii=False, default=default) + "\n"
+    if not line.isascii():
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (valid JSON, "\ud800"): written as JSON's escape
+            line = safe_text(line)
+    return line
+
+
+def safe_text(text: str) -> str:
+    """`text` with what UTF-8 cannot hold (lone surrogates, which valid JSON can carry) as
+    backslash escapes: inside JSON text, exactly JSON's own `\\udXXX` escape of the same value."""
+    return text.encode("utf-8", TEXT_ERRORS).decode("utf-8")
 
 
 def jsonl_lines(text: str) -> list[str]:

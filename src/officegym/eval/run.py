@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
-from officegym.core.files import load_appendable_jsonl, write_jsonl_rows
+from officegym.core.files import jsonl_line, load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy, PolicyUnusable
 from officegym.core.protocols import Environment
 from officegym.core.rollout_row import retryable, rollout_row, row_key
@@ -76,7 +75,7 @@ def run_eval(
 
         def on_done(task: Task, traj) -> None:
             row = rollout_row(task, traj)
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(jsonl_line(row))  # a lone surrogate in a model's answer is escaped, not fatal
             fh.flush()
             new_rows.append(row)
             if progress is not None:
