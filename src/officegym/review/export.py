@@ -103,13 +103,28 @@ def reviewer_uuid(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"officegym-reviewer:{name}"))
 
 
+def _undamaged(store: Store, skipped: list[str]) -> tuple[dict[int, Any], list[dict[str, Any]], dict[int, Any]]:
+    """The store's items, decisions and latest decisions, less what a damaged column makes unusable:
+    an item whose row, group or world is damaged, or whose latest verdict is a correction whose calls
+    are damaged, is left out with its decisions (each named in `skipped`)."""
+    latest = store.latest_decisions()
+    items = {}
+    for it in store.all_items():
+        verdict = latest.get(it["id"])
+        damaged = it.get("damaged") or ([] if verdict is None else verdict.get("damaged", []))
+        if damaged:
+            skipped.append(f"item {it['id']} ({it['key']}): its stored {', '.join(damaged)} is damaged, left out")
+        else:
+            items[it["id"]] = it
+    decisions = [d for d in store.decisions() if d["item_id"] in items]
+    return items, decisions, {i: d for i, d in latest.items() if i in items}
+
+
 def build_export(store: Store, envs: Environments | None = None, final_text: str = "Done.") -> ExportBundle:
     """Everything `EXPORT_FILES` lists, in memory."""
     envs = envs or Environments()
-    items = {it["id"]: it for it in store.all_items()}
-    decisions = store.decisions()
-    latest = store.latest_decisions()
     skipped: list[str] = []
+    items, decisions, latest = _undamaged(store, skipped)
 
     decision_rows = []
     for d in decisions:

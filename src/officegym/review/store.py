@@ -202,13 +202,38 @@ class Filters:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
+def _decode(d: dict[str, Any], column: str, kind: type | tuple[type, ...], fallback: Any) -> None:
+    """Decode d[column] (JSON) in place. A column that is not JSON of `kind` (edited by hand, another
+    tool, a bad disk) becomes `fallback` and is named in d["damaged"], so that pages and exports
+    can say so instead of failing."""
+    text = d.get(column)
+    if text is None:
+        d[column] = None if fallback is None else fallback
+        return
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        value = _DAMAGED
+    if value is _DAMAGED or not isinstance(value, kind):
+        d[column] = fallback
+        d.setdefault("damaged", []).append(column)
+    else:
+        d[column] = value
+
+
+_DAMAGED = object()
+
+
 def _item(row: sqlite3.Row, full: bool = True) -> dict[str, Any]:
     d = dict(row)
-    d["reasons"] = json.loads(d["reasons"])
+    _decode(d, "reasons", list, [])
     if full:
-        d["row"] = json.loads(d["row"])
-        d["grp"] = json.loads(d["grp"])
-        d["world"] = json.loads(d["world"]) if d.get("world") else None
+        _decode(d, "row", dict, {})
+        _decode(d, "grp", dict, {})
+        if d.get("world"):
+            _decode(d, "world", (dict, str), None)
+        else:
+            d["world"] = None
     return d
 
 
@@ -494,7 +519,11 @@ class Store:
         out = []
         for r in rows:
             d = dict(r)
-            d["payload"] = json.loads(d["payload"]) if d["payload"] else None
+            _decode(d, "payload", dict, None)
+            payload = d["payload"]
+            if d["action"] == "correct" and payload is not None and not isinstance(payload.get("calls"), list):
+                d["payload"] = None  # a correction without its calls cannot be used
+                d.setdefault("damaged", []).append("payload")
             out.append(d)
         return out
 
@@ -546,7 +575,7 @@ class Store:
         out = []
         for r in rows:
             d = dict(r)
-            d["detail"] = json.loads(d["detail"]) if d["detail"] else None
+            _decode(d, "detail", dict, None)
             out.append(d)
         return out
 
@@ -566,4 +595,9 @@ class Store:
 
     def rounds(self) -> list[dict[str, Any]]:
         rows = self._conn().execute("SELECT * FROM rounds ORDER BY round").fetchall()
-        return [{**dict(r), "summary": json.loads(r["summary"])} for r in rows]
+        out = []
+        for r in rows:
+            d = dict(r)
+            _decode(d, "summary", dict, {})
+            out.append(d)
+        return out
