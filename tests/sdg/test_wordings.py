@@ -130,3 +130,19 @@ def test_base_wordings_are_the_phrasings_as_written(world):
         expected = TEMPLATES[tid].phrasings[cand.phrasing].format(**cand.slots)
         assert cand.query == expected[:1].upper() + expected[1:]
         assert "wording" not in cand.meta
+
+
+def test_per_template_caps_count_writes_and_change_nothing_apart(world):
+    source = WorkplaceSource(world, "seed3-reference")
+    ds = build_dataset([source], 3000, seed=2, per_template_max=6, do_nothing_per_template_max=9)
+    rows = [row for split in ds.rows.values() for row in split]
+    kinds: dict[tuple[str, bool], int] = defaultdict(int)
+    for row in rows:
+        kinds[row["template"], row["do_nothing"]] += 1
+    assert max(n for (_, nothing), n in kinds.items() if not nothing) == 6
+    assert max(n for (_, nothing), n in kinds.items() if nothing) == 9
+    assert len(rows) < 3000  # every template retired at its caps before n
+    nothing_templates = {t for (t, nothing) in kinds if nothing}
+    assert all(TEMPLATES[t].can_do_nothing for t in nothing_templates)
+    # "nothing matches" branches of the templates that act on every match
+    assert {"calendar.cancel_with_person_on_day", "project_management.reassign_list"} <= nothing_templates

@@ -43,6 +43,8 @@ class TasksSection(_Section):
     do_nothing_max: float = Field(0.2, ge=0.0, le=1.0, description="workplace: the most \"change nothing\" tasks may make up")
     per_template_max: int | None = Field(None, ge=1, description="workplace: at most N tasks of a template per world "
                                          "(templates with many possible fills would otherwise crowd out the rest)")
+    do_nothing_per_template_max: int | None = Field(None, ge=1, description="workplace: at most N \"change nothing\" "
+                                                    "tasks of a template per world (default: per_template_max)")
     templates: list[str] | None = Field(None, description="workplace: only these template ids (default: all)")
     demonstrated: list[str] | None = Field(
         None, description="templates whose ground truth SFT and GRPO's SFT term may imitate; the others are "

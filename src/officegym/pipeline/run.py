@@ -269,7 +269,8 @@ class Pipeline:
             ds = build_dataset([self.world_dir], t.n, t.seed, t.holdout_templates, 0, t.tools, templates=t.templates,
                                fractions=t.fractions, wordings=t.wordings, holdout_wordings=t.holdout_wordings,
                                all_tools_share=t.all_tools_share, do_nothing_weight=t.do_nothing_weight,
-                               do_nothing_max=t.do_nothing_max, per_template_max=t.per_template_max)
+                               do_nothing_max=t.do_nothing_max, per_template_max=t.per_template_max,
+                               do_nothing_per_template_max=t.do_nothing_per_template_max)
             write_dataset(ds, self.tasks_dir)
             rows = ds.rows
         self.say(f"{sum(len(v) for v in rows.values())} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))

@@ -39,7 +39,7 @@ def build_dataset(worlds: Sequence[str | os.PathLike[str]] | Sequence[WorkplaceS
                   on_accept: Callable[[Accepted], None] | None = None, wordings: str = "base",
                   holdout_wordings: int | Sequence[str] = 0, all_tools_share: float = 0.5,
                   do_nothing_weight: int = 4, do_nothing_max: float = 0.2,
-                  per_template_max: int | None = None) -> Dataset:
+                  per_template_max: int | None = None, do_nothing_per_template_max: int | None = None) -> Dataset:
     """Generate up to `n` validated tasks over the worlds and split them. `tools` "mixed" offers all
     27 tools to a share `all_tools_share` of the tasks (decided by a hash of the task) and the task's
     domains to the rest."""
@@ -60,7 +60,7 @@ def build_dataset(worlds: Sequence[str | os.PathLike[str]] | Sequence[WorkplaceS
     plan = make_plan(sources[0].template_ids(), ids, seed, holdout_templates, holdout_worlds, fractions,
                      holdout_wordings, FEATURES)
     report = generate(sources, n, seed, on_accept=on_accept, do_nothing_max=do_nothing_max,
-                      per_template_max=per_template_max)
+                      per_template_max=per_template_max, do_nothing_per_template_max=do_nothing_per_template_max)
     now = {s.world_id: s.world.now for s in sources}
     rows: dict[str, list[dict[str, Any]]] = {k: [] for k in SPLITS}
     for a in report.accepted:
@@ -76,7 +76,8 @@ def build_dataset(worlds: Sequence[str | os.PathLike[str]] | Sequence[WorkplaceS
                 "holdout_worlds": holdout_worlds, "fractions": list(fractions),
                 "templates": len(sources[0].template_ids()), "wordings": wordings,
                 "held_out_wordings": sorted(plan.held_wordings), "do_nothing_weight": do_nothing_weight,
-                "do_nothing_max": do_nothing_max, "per_template_max": per_template_max}
+                "do_nothing_max": do_nothing_max, "per_template_max": per_template_max,
+                "do_nothing_per_template_max": do_nothing_per_template_max}
     if tools == "mixed":
         settings["all_tools_share"] = all_tools_share
     return Dataset(rows, report, plan, settings, sources)

@@ -67,11 +67,11 @@ class GenerationReport:
 
 def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
              do_nothing_max: float = 0.2, on_accept: Callable[[Accepted], None] | None = None,
-             per_template_max: int | None = None) -> GenerationReport:
+             per_template_max: int | None = None, do_nothing_per_template_max: int | None = None) -> GenerationReport:
     """Up to `n` validated, unique tasks. A (world, template) pair retires after `patience` draws
     in a row that give nothing new, or once it has `per_template_max` tasks that write and, for a
-    template that can ask to change nothing, as many that change nothing (so that templates with
-    many possible fills do not crowd out the rest); generation ends early when every pair has
+    template that can ask to change nothing, `do_nothing_per_template_max` (default: as many) that
+    change nothing (so that templates with many possible fills do not crowd out the rest); generation ends early when every pair has
     retired. Tasks whose right answer is to do nothing are kept to at most `do_nothing_max`."""
     report = GenerationReport()
     start = time.perf_counter()
@@ -106,7 +106,8 @@ def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
             else:
                 misses[key] = 0
                 kept_per[key, kept.do_nothing] += 1
-                if per_template_max is not None and kept_per[key, kept.do_nothing] >= per_template_max:
+                cap = (do_nothing_per_template_max or per_template_max) if kept.do_nothing else per_template_max
+                if cap is not None and kept_per[key, kept.do_nothing] >= cap:
                     full[key].add(kept.do_nothing)
                     # a template that can ask to change nothing retires when both kinds are full
                     kinds = {False, True} if source_template_can_do_nothing(source, tid) else {False}

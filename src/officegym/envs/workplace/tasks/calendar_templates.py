@@ -124,16 +124,30 @@ def first_free_slot(w: WorldView, r: random.Random) -> Plan:
     "Cancel my meetings with {first} {day}",
     "Please remove every meeting I have with {first} {day}.",
     "Clear all my events with {first} {day}.",
-))
+), can_do_nothing=True)
 def cancel_with_person_on_day(w: WorldView, r: random.Random) -> Plan:
+    """A third of the time the person has no meeting with me that day: nothing is cancelled."""
     d, events = _future_day_with_events(w, r)
-    address = pick(r, {e.participant for e in events if e.participant in w.people})
-    targets = [e for e in events if e.participant == address]
+    met = {e.participant for e in events}
+    if r.random() < 1 / 3:
+        address = pick(r, sorted(a for a in w.people if a not in met))
+        targets, tempting = [], [call("calendar_delete_event", event_id=pick(r, events).id)]
+    else:
+        address = pick(r, sorted(a for a in met if a in w.people))
+        targets, tempting = [e for e in events if e.participant == address], []
     phrase, steps = _plan_day(w, r, d)
     lo, hi = day_bounds(d)
-    return Plan({"first": w.first(address), "day": phrase}, [
-        find(w.first(address)), search_events(w, targets, address, lo, hi)]
-        + [call("calendar_delete_event", event_id=e.id) for e in reversed(targets)], date_steps=steps)
+
+    def trigger(probe) -> bool:
+        out = probe("calendar_search_events", {"query": address, "time_min": stamp(lo), "time_max": stamp(hi),
+                                               "page_size": 50})
+        return isinstance(out, dict) and any(e["participant_email"] == address for e in out.get("events", ()))
+
+    calls = [find(w.first(address)), search_events(w, targets, address, lo, hi) if targets else
+             call("calendar_search_events", query=address, time_min=stamp(lo), time_max=stamp(hi))]
+    return Plan({"first": w.first(address), "day": phrase},
+                calls + [call("calendar_delete_event", event_id=e.id) for e in reversed(targets)], date_steps=steps,
+                conditions=1, trigger=trigger, trigger_expected=bool(targets), tempting=tempting)
 
 
 def _unique_named(events: list[Event]) -> list[Event]:

@@ -176,13 +176,25 @@ def cond_lead_qualified(w: WorldView, r: random.Random) -> Plan:
     "Delete all of {first}'s lost customers that we last contacted before {day}",
     "Remove {first}'s customers in the Lost stage whose last contact was before {day}.",
     "Clean up the CRM: {first}'s lost customers not contacted since before {day} can go.",
-))
+), can_do_nothing=True)
 def delete_lost_before(w: WorldView, r: random.Random) -> Plan:
+    """The cut may be their earliest last contact: then no customer qualifies and nothing is deleted."""
     address = _rep(w, r)
     pool = customer_hits(w, assignee=address, status="Lost")
     cut = pick(r, sorted({c.last_contact_day for c in pool}))
     targets = [c for c in pool if c.last_contact_day < cut]
-    need(1 <= len(targets) <= 6)
-    return Plan({"first": w.first(address), "day": month_day(date.fromisoformat(cut))}, [
-        find(w.first(address)), search_customers(w, targets, assignee=address, status="Lost", contact_max=cut)]
-        + [call("customer_relationship_manager_delete_customer", customer_id=c.id) for c in targets])
+    need(len(targets) <= 6)
+    tempting = [] if targets else [call("customer_relationship_manager_delete_customer", customer_id=pick(r, pool).id)]
+    search = {"assigned_to_email": address, "status": "Lost", "last_contact_date_max": cut, "page_size": 50}
+
+    def trigger(probe) -> bool:
+        out = probe("customer_relationship_manager_search_customers", search)
+        return isinstance(out, dict) and any(c["customer_id"] in ids for c in out.get("customers", ()))
+
+    ids = {c.id for c in targets}
+    calls = [find(w.first(address)), search_customers(w, targets, assignee=address, status="Lost", contact_max=cut)
+             if targets else call("customer_relationship_manager_search_customers", assigned_to_email=address,
+                                  status="Lost", last_contact_date_max=cut)]
+    return Plan({"first": w.first(address), "day": month_day(date.fromisoformat(cut))},
+                calls + [call("customer_relationship_manager_delete_customer", customer_id=c.id) for c in targets],
+                conditions=1, trigger=trigger, trigger_expected=bool(targets), tempting=tempting)

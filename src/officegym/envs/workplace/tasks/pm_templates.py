@@ -46,15 +46,25 @@ def _engineer(w: WorldView, r: random.Random, but: str | None = None) -> str:
     "Move all of {first}'s tasks that are in {src} to {dst}",
     "Please move every {src} task assigned to {first} to {dst}.",
     "{first}'s {src} tasks should all go to {dst} now.",
-))
+), can_do_nothing=True)
 def move_list(w: WorldView, r: random.Random) -> Plan:
+    """When the person has no task in that list, nothing moves: the right answer changes nothing."""
     address = _engineer(w, r)
     src, dst = r.sample(LISTS, 2)
     targets = task_hits(w, assignee=address, list_name=src)
-    need(1 <= len(targets) <= 6)
+    need(len(targets) <= 6)
+    others = [t for t in w.tasks_by_assignee[address] if t.list_name not in (src, dst)]
+    tempting = [] if targets else [update(pick(r, others), "list_name", dst)] if others else []
+    need(targets or tempting)
+
+    def trigger(probe) -> bool:
+        out = probe("project_management_search_tasks", {"assigned_to_email": address, "list_name": src})
+        return isinstance(out, list) and bool(out)
+
     return Plan({"first": w.first(address), "src": src.lower() if r.random() < 0.5 else src, "dst": dst}, [
         find(w.first(address)), search_tasks(w, assignee=address, list_name=src)]
-        + [update(t, "list_name", dst) for t in targets])
+        + [update(t, "list_name", dst) for t in targets],
+        conditions=1, trigger=trigger, trigger_expected=bool(targets), tempting=tempting)
 
 
 @template("project_management.reassign_task", "project_management", (
@@ -180,13 +190,23 @@ def move_board_due_before(w: WorldView, r: random.Random) -> Plan:
     "Reassign all of {first}'s {src} tasks to {second}",
     "{second} will take over {first}'s tasks in {src}; please reassign them.",
     "Hand every {src} task of {first} over to {second}.",
-))
+), can_do_nothing=True)
 def reassign_list(w: WorldView, r: random.Random) -> Plan:
+    """When the person has no task in that list, nobody is reassigned: the right answer changes nothing."""
     address = _engineer(w, r)
     other = _engineer(w, r, address)
     src = r.choice(("Backlog", "In Progress", "In Review"))
     targets = task_hits(w, assignee=address, list_name=src)
-    need(1 <= len(targets) <= 6)
+    need(len(targets) <= 6)
+    others = [t for t in w.tasks_by_assignee[address] if t.list_name != src]
+    tempting = [] if targets else [update(pick(r, others), "assigned_to_email", other)] if others else []
+    need(targets or tempting)
+
+    def trigger(probe) -> bool:
+        out = probe("project_management_search_tasks", {"assigned_to_email": address, "list_name": src})
+        return isinstance(out, list) and bool(out)
+
     return Plan({"first": w.first(address), "second": w.first(other), "src": src}, [
         find(w.first(address)), find(w.first(other)), search_tasks(w, assignee=address, list_name=src)]
-        + [update(t, "assigned_to_email", other) for t in targets])
+        + [update(t, "assigned_to_email", other) for t in targets],
+        conditions=1, trigger=trigger, trigger_expected=bool(targets), tempting=tempting)
