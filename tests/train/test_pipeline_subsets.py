@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from officegym.core.rollout_row import RolloutRow
 from officegym.pipeline import Pipeline, PipelineConfig
 from officegym.pipeline.report_subsets import subset_rows, subset_tests
@@ -64,3 +66,24 @@ def test_subset_rows_and_paired_tests_per_subset(tmp_path):
     metrics = {"a": json.loads((out / "eval_base" / "metrics.json").read_text()), "b": {}}
     table = subset_rows(metrics)
     assert table and all(len(r) == 3 for r in table) and table[0][2] == "-"
+
+
+def test_reference_examples_are_one_more_subset_in_their_own_world(tmp_path, reference_dir):
+    out = tmp_path / "run"
+    cfg = _config(out)
+    cfg.eval.reference = str(reference_dir)
+    Pipeline(cfg).run()
+    metrics = json.loads((out / "eval_base" / "metrics.json").read_text())
+    reference = metrics["subsets"]["reference"]
+    assert reference["tasks"] == 5 and reference["accuracy"] == 1.0  # the oracle, in the reference world
+    assert (out / "eval_base" / "reference" / "rollouts.jsonl").exists()
+    assert "NeMo Gym&#x27;s example tasks" in (out / "report.html").read_text()
+
+
+def test_a_reference_folder_without_examples_is_a_clear_error(tmp_path):
+    from officegym.pipeline import PipelineError
+
+    cfg = _config(tmp_path / "run")
+    cfg.eval.reference = str(tmp_path)
+    with pytest.raises(PipelineError, match=r"holds no example\.jsonl"):
+        Pipeline(cfg).run()

@@ -18,6 +18,7 @@ LABELS = {
     "heldout_wording": "held-out wordings",
     "heldout": "held-out templates + wordings",
     "do_nothing": '"change nothing" tasks',
+    "reference": "NeMo Gym's example tasks (their world)",
 }
 
 

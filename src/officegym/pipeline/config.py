@@ -74,6 +74,10 @@ class EvalSection(_Section):
     per_subset: int | None = Field(None, ge=1, description="the first N tasks of each subset of the split (new fills "
                                    "of trained templates, held-out templates, held-out wordings) instead of "
                                    "max_tasks; metrics and the report give each subset apart")
+    reference: str | None = Field(None, description="workplace: also evaluate each model on NeMo Gym's example tasks in "
+                                  "their own world (a folder with example.jsonl or data/example.jsonl and csv_data/); "
+                                  "auto: $OFFICEGYM_REFERENCE or the NeMo Gym reference cache, skipped when neither "
+                                  "has them; null: none")
     base_max_tasks: int | None = Field(None, ge=1, description="eval_base's own cap (the first tasks of the same "
                                        "split); null: max_tasks. An untrained model writes to its token limit "
                                        "every turn, so its evaluation costs the most and says the least")

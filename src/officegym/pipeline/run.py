@@ -372,8 +372,10 @@ class Pipeline:
                      f"{error_source(broken[0])}, not the model backend (kept, not retried; fix it and delete "
                      f"{escape(str(out / 'rollouts.jsonl'))} to rerun): "
                      f"{escape(str(officegym_of(broken[0]).get('error')))}[/]")
+        reference = None
         if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
             self._bfcl(name, policy, spec)
+            reference = self._reference(name, out, policy, config)
         close = getattr(policy, "close", None)
         if close is not None:
             close()
@@ -382,6 +384,8 @@ class Pipeline:
                                 f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")
         metrics = compute_metrics(result.rows, tasks, env.write_tools)
         metrics["subsets"] = subset_metrics(result.rows, tasks, env.write_tools)
+        if reference is not None:
+            metrics["subsets"]["reference"] = reference
         title = f"officegym pipeline, {name}: {spec}" + ("" if self.takes_world else f" on {self.env_name}")
         try:
             write_report(out, metrics, result.rows, title=title)
@@ -389,6 +393,25 @@ class Pipeline:
             self.say(f"[yellow]{name}: no report ({type(exc).__name__}: {exc})[/]")
         atomic_write(out / "metrics.json", json.dumps(metrics, indent=2, default=str))
         self.say(f"{name}: {headline(metrics)}")
+        return metrics
+
+    def _reference(self, name: str, out: Path, policy: Any, config: Any) -> dict[str, Any] | None:
+        """A model evaluation's run on NeMo Gym's example tasks (eval.reference), into OUT/reference."""
+        if name not in EVALUATIONS or out != self.out / name or not self.takes_world:
+            return None
+        from officegym.pipeline.reference_set import evaluate_reference, find_reference
+
+        try:
+            found = find_reference(self.cfg.eval.reference)
+        except ValueError as exc:
+            raise PipelineError(str(exc)) from None
+        if found is None:
+            if self.cfg.eval.reference == "auto":
+                self.say(f"{name}: no reference examples found (set OFFICEGYM_REFERENCE to NeMo Gym's "
+                         "resources_servers/workplace_assistant folder to add them)")
+            return None
+        metrics = evaluate_reference(self.env_name, found, policy, config, out / "reference")
+        self.say(f"{name}: reference examples {metrics.get('accuracy', 0) or 0:.0%} of {metrics.get('tasks', 0)}")
         return metrics
 
     def _baselines(self) -> None:
