@@ -60,7 +60,8 @@ def test_configs_in_the_repo_load(tmp_path):
     from officegym.train.config import GRPORunConfig, SFTRunConfig, merge_sections
 
     root = Path(__file__).resolve().parents[2] / "configs"
-    for name in ("quickstart", "quickstart_rl", "quickstart_all_demonstrated", "single_gpu", "nemotron_nano_9b"):
+    for name in ("quickstart", "quickstart_rl", "quickstart_all_demonstrated", "single_gpu", "nemotron_nano_9b",
+                 "workplace", "workplace_gpu"):
         cfg = load_pipeline_config(str(root / f"{name}.yaml"), [])
         assert set(cfg.stages) <= set(STAGES)
         if cfg.sft:

@@ -87,3 +87,17 @@ def test_a_reference_folder_without_examples_is_a_clear_error(tmp_path):
     cfg.eval.reference = str(tmp_path)
     with pytest.raises(PipelineError, match=r"holds no example\.jsonl"):
         Pipeline(cfg).run()
+
+
+def test_the_gpu_variant_takes_any_hf_path_and_keeps_the_cpu_recipes_subsets():
+    from pathlib import Path
+
+    from officegym.pipeline import load_pipeline_config
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    cpu = load_pipeline_config(str(configs / "workplace.yaml"), [])
+    gpu = load_pipeline_config(str(configs / "workplace_gpu.yaml"), ["model=hf:/models/my-checkpoint"])
+    assert gpu.model == "/models/my-checkpoint"
+    for key in ("wordings", "holdout_templates", "holdout_wordings", "seed", "tools"):
+        assert getattr(gpu.tasks, key) == getattr(cpu.tasks, key)
+    assert cpu.tasks.tools == "mixed" and cpu.tasks.wordings == "composed" and cpu.eval.per_subset

@@ -116,7 +116,8 @@ class PipelineConfig(_Section):
     out_dir: str = "runs/pipeline"
     env: str = Field("workplace_assistant", description="the environment trained and evaluated (officegym envs): the "
                      "workplace, or one that generates its own tasks such as roles/cost")
-    model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path or a hub id")
+    model: str = Field("smollm2-135m", description="the starting policy: smollm2-135m, a local path (also as hf:PATH) "
+                       "or a hub id")
     stages: list[Stage] = list(STAGES)
     sft_data: Literal["auto", "ground_truth", "oracle"] = Field(
         "auto", description="what SFT imitates. ground_truth: the trainer replays each train task's ground truth "
@@ -132,6 +133,13 @@ class PipelineConfig(_Section):
     review: ReviewSection = Field(default_factory=ReviewSection)
     bfcl: BfclSection | None = Field(None, description="a BFCL subset run by the listed evaluation stages "
                                      "(pip install --no-deps bfcl-eval); null: none")
+
+
+    @field_validator("model")
+    @classmethod
+    def _model_path(cls, v: str) -> str:
+        # hf:PATH names the same checkpoint as PATH: training loads it, evaluation picks its backend
+        return v.removeprefix("hf:") or v
 
 
 class PipelineError(RuntimeError):
