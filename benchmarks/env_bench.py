@@ -1,6 +1,6 @@
 """Workplace environment benchmark: officegym next to NeMo Gym's reference, one run, one table.
 
-    python benchmarks/env_bench.py --world ../shared/reference/workplace/csv_data [--repeat 200] [--fetch]
+    python benchmarks/env_bench.py --world $OFFICEGYM_REFERENCE/csv_data [--repeat 200] [--fetch]
 
 Prints median and p90 per operation: new session, every tool, verify of 1-, 3- and 6-call tasks in
 both modes. With the reference available (pandas 2.3.2 and the pinned nemo-gym wheel in the cache;

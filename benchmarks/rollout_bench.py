@@ -1,6 +1,6 @@
 """Rollout throughput: the agent loop plus the environment, with scripted policies (no model).
 
-    python benchmarks/rollout_bench.py --world ../shared/reference/workplace/csv_data --tasks T.jsonl [--n 2000]
+    python benchmarks/rollout_bench.py --world $OFFICEGYM_REFERENCE/csv_data --tasks T.jsonl [--n 2000]
 
 Prints rollouts per second (oracle and noop), the time split between the environment (sessions,
 tool calls, verify) and the loop, on one core. Model-backed numbers (SmolLM2 on CPU) come from

@@ -12,7 +12,7 @@ Reports throughput, p50/p99 latency and errors (a non-200 answer or an unexpecte
 and endpoint, and the server's peak RSS (VmHWM) and live sessions. Traffic goes to 127.0.0.1 only;
 the run stops itself after levels x 2 x duration seconds and always stops the server.
 
-    python benchmarks/server_load.py --world ../shared/reference/workplace/csv_data [--duration 30] [--levels 1,16,64]
+    python benchmarks/server_load.py --world $OFFICEGYM_REFERENCE/csv_data [--duration 30] [--levels 1,16,64]
 
 The client is a minimal HTTP/1.1 reader/writer on asyncio streams (not httpx), so that on a small
 machine it takes as little CPU from the server as it can; it shares the machine's cores with it.
@@ -35,7 +35,8 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_WORLD = REPO.parent / "shared" / "reference" / "workplace" / "csv_data"
+# NeMo Gym's resources_servers/workplace_assistant (its tool cycle names that world's people and ids)
+DEFAULT_WORLD = Path(os.environ.get("OFFICEGYM_REFERENCE", REPO.parent / "shared" / "reference" / "workplace")) / "csv_data"
 
 TOOL_CYCLE = [
     ("email_search_emails", {"query": "carlos prototype"}),

@@ -12,7 +12,7 @@ holds it (same bounds, same weighing; calls go through officegym.server.limits a
 the server's tool route makes them): `--sessions` sessions of the three-table kind, then runaway
 sessions until the store's byte bound refuses their writes.
 
-    python benchmarks/server_memory.py [--world ../shared/reference/workplace/csv_data] [--sessions 10000]
+    python benchmarks/server_memory.py [--world $OFFICEGYM_REFERENCE/csv_data] [--sessions 10000]
         [--max-store-bytes 1073741824] [--max-session-bytes 16777216]
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 from pathlib import Path
 
@@ -35,7 +36,8 @@ from officegym.server.config import (
 from officegym.server.limits import Seeded, WriteLimits, weigh
 from officegym.server.sessions import SessionStore, measure_session_memory
 
-DEFAULT_WORLD = Path(__file__).resolve().parents[2] / "shared" / "reference" / "workplace" / "csv_data"
+# NeMo Gym's resources_servers/workplace_assistant (the sessions write to that world's ids)
+DEFAULT_WORLD = Path(os.environ.get("OFFICEGYM_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference" / "workplace")) / "csv_data"
 
 
 class Server:

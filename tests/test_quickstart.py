@@ -60,7 +60,7 @@ def test_readme_quickstart_runs_and_beats_the_untrained_model():
         write[stage] = metrics["buckets"][">= 1 write"]["accuracy"]
     print("accuracy:", accuracy, "on tasks with >= 1 write:", write)
     assert max(write["eval_sft"], write["eval_grpo"]) >= write["eval_base"] + 0.2, write
-    # the bar, >= 10 points over SFT on the same held-out tasks (docs/benchmarks.md: +28 to +38);
+    # the bar, >= 10 points over SFT on the same held-out tasks (docs/results.md: +28 to +38);
     # RL's own share needs the control beside it (benchmarks/quickstart_seeds.py --control)
     assert accuracy["eval_grpo"] >= accuracy["eval_sft"] + 0.10, accuracy
     from officegym.machine import cpu_bf16

@@ -122,7 +122,7 @@ def load_advice(load: Load | None) -> str | None:
 
 # CPU features that run bfloat16 matrix products in hardware. Without them PyTorch and vLLM emulate
 # bf16: on a 2-core AVX2 EPYC, a bf16-autocast training step was 31x slower than float32 and vLLM
-# decoded at 16 tok/s in bfloat16 against 28 in float32 (docs/benchmarks.md, "Precision on a CPU").
+# decoded at 16 tok/s in bfloat16 against 28 in float32 (docs/archive/benchmarks-2026-11.md, "The quickstart on a 2-core AVX2 EPYC").
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 

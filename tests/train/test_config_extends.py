@@ -41,7 +41,7 @@ DEMONSTRATED = ["email.send_to_address", "calendar.create_with_person", "project
 
 
 def test_the_quickstart_is_the_measured_verifier_only_recipe():
-    """docs/benchmarks.md measured these settings (three seeds and their controls on two CPUs)."""
+    """docs/results.md has these settings' measurements (three seeds and their controls on two CPUs)."""
     cfg = load_pipeline_config(str(ROOT / "configs" / "quickstart.yaml"), [])
     assert cfg.out_dir == "runs/quickstart" and cfg.tasks.n == 2000 and cfg.bfcl is None
     assert cfg.tasks.demonstrated == DEMONSTRATED and "email.send_to_person" in cfg.tasks.templates
@@ -59,7 +59,7 @@ def test_quickstart_rl_is_the_quickstart_under_its_old_name():
 
 
 def test_quickstart_all_demonstrated_is_the_previous_quickstart():
-    """The recipe docs/benchmarks.md measured as configs/quickstart.yaml until 2026-11-29."""
+    """The recipe docs/archive/benchmarks-2026-11.md measured as configs/quickstart.yaml until 2026-11-29."""
     from officegym.train.config import GRPORunConfig, build_config, merge_sections
 
     previous = load_pipeline_config(str(ROOT / "configs" / "quickstart.yaml"), [

@@ -2,7 +2,7 @@
 
 Why: a decoding step of a small model (SmolLM2-135M: 30 layers, LoRA adapters on every linear
 layer while training) is a few thousand tiny kernels, and in eager PyTorch the GPU waits on Python
-to launch each one: on an H200 the eager loop sampled 95-233 tokens/s (docs/benchmarks.md). A CUDA
+to launch each one: on an H200 the eager loop sampled 95-233 tokens/s (docs/archive/benchmarks-2026-11.md). A CUDA
 graph records the step's kernels once and launches them all with one call.
 
 The step reads fixed tensors that the decoding loop rewrites in place between steps (the tokens
