@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -170,5 +171,6 @@ def test_generate_says_how_to_replace_a_world_and_why_a_split_is_empty(tmp_path)
                                "--overwrite"]).exit_code == 0
     res = runner.invoke(app, ["generate", "tasks", "--world", str(world), "--n", "3", "--out", str(tmp_path / "t")])
     said = " ".join(res.output.split())
-    assert res.exit_code == 0 and "test is empty: about one task in ten goes to each" in said  # 2 / 1 / 0 here
+    # 3 tasks: test drew none here (validation too, depending on the generator's draws)
+    assert res.exit_code == 0 and re.search(r"(validation and )?test (is|are) empty: about one task in ten goes to each", said)
     assert "--n 100" in said and "--holdout-templates" in said and (tmp_path / "t" / "test.jsonl").read_text() == ""
