@@ -160,6 +160,9 @@ def test_world_reference_is_nemo_gyms_csv_data_found_on_its_search_roots(ng, tmp
     ({"world": "/no/such/world"}, "not a folder"),
     ({"env": "no_such_env"}, "unknown environment"),
     ({"expose_tools_over_mcp": True}, "MCP"),
+    ({"log_level": "bogus"}, "log_level"),  # issue 47 N6: was uvicorn's traceback
+    ({"evict_idle_s": -1}, "evict_idle_s"),
+    ({"max_store_bytes": -1}, "max_store_bytes"),
 ])
 def test_settings_that_cannot_be_served_are_refused_with_the_reason(ng, small_world, change, message):
     config = ng.configured(small_world[0])

@@ -314,3 +314,9 @@ def test_serve_passes_the_limits_and_refuses_bad_ones(tiny_world):
     for bad in ({"max_session_writes": 0}, {"max_session_write_bytes": 0}, {"max_verify_calls": 0}):
         with pytest.raises(ServeError):
             make_app(world=tiny_world, **bad)
+
+
+def test_run_with_a_model_url_that_only_looks_like_one_is_a_422(tiny_env, tiny_tasks):
+    row = {**tiny_tasks[0].to_row(), "model_server_url": "http://[::", "model": "m"}
+    r = TestClient(create_app(tiny_env)).post("/run", json=row)
+    assert r.status_code == 422 and "base URL" in r.json()["detail"]

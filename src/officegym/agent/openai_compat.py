@@ -16,6 +16,7 @@ import os
 import random
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from officegym.agent.formats import chat_messages_to_responses_items, parse_text_tool_calls
 from officegym.core.policy import Completion, PolicyRequest, PolicyUnusable, SamplingParams
@@ -46,6 +47,20 @@ def tools_refused(status: int, text: str, url: str) -> ToolCallsRefused | None:
                             "The evaluation stopped: every rollout would have failed the same way")
 
 
+def checked_base_url(url: str) -> str:
+    """`url` without a trailing slash if it is an http(s) URL with a host; ValueError saying so otherwise."""
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"the model server's base URL must be http(s)://HOST[:PORT]/..., e.g. "
+                         f"http://127.0.0.1:8000/v1, got {url!r}")
+    return url.rstrip("/")
+
+
 class OpenAIPolicy:
     def __init__(
         self,
@@ -62,7 +77,7 @@ class OpenAIPolicy:
         if api not in ("chat", "responses"):
             raise ValueError("api must be 'chat' or 'responses'")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1").rstrip("/")
+        self.base_url = checked_base_url(base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1")
         self.api = api
         self.api_key = os.environ.get(api_key_env, "")
         self.timeout = timeout
@@ -95,7 +110,7 @@ class OpenAIPolicy:
         url = self.base_url + "/models"
         try:
             resp = await self._http().get(url, timeout=min(10.0, self.timeout))
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return f"cannot reach the model server at {self.base_url}: {type(exc).__name__}: {exc}"
         if resp.status_code == 200:
             try:

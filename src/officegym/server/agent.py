@@ -61,7 +61,10 @@ class SimpleAgent:
             raise BadRequest(detail(f"responses_create_params cannot be sent to a model server: {exc}", 422)) from None
         task_row = {k: v for k, v in row.items() if k not in RUN_KEYS}
         task = task_from_row(task_row)
-        policy = self._policy(url, model, api)
+        try:
+            policy = self._policy(url, model, api)
+        except ValueError as exc:  # a URL that only looks like one (http://[::)
+            raise BadRequest(detail(str(exc), 422)) from None
 
         async def submit(req: PolicyRequest) -> Completion:
             try:

@@ -90,6 +90,10 @@ def run_server(
 ) -> None:
     """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting."""
     import uvicorn
+    from uvicorn.config import LOG_LEVELS
+
+    if log_level not in LOG_LEVELS:
+        raise ServeError(f"log level {log_level!r}: choose from {', '.join(LOG_LEVELS)}")
 
     app = make_app(
         env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,

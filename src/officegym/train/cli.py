@@ -65,11 +65,14 @@ def grpo(config: ConfigOpt = None, overrides: Overrides = None) -> None:
 
 def plot_command(run_dir: Annotated[Path, typer.Argument(help="A training run folder (holds metrics.jsonl).")]) -> None:
     """Draw the reward and validation-accuracy curves of a run as PNG (RUN_DIR/plots)."""
+    from officegym.core.inputs import InputError, input_file
     from officegym.train.plot import plot_run
 
     try:
+        if (run_dir / "metrics.jsonl").exists():  # a binary or damaged file is named, not a traceback
+            input_file(run_dir / "metrics.jsonl", "metrics file")
         paths = plot_run(run_dir)
-    except (FileNotFoundError, RuntimeError) as exc:
+    except (FileNotFoundError, RuntimeError, InputError) as exc:
         _fail(str(exc))
     for p in paths:
         typer.echo(str(p))

@@ -436,7 +436,8 @@ class RunConfig(Section):
     """What SFT and GRPO runs share."""
 
     out_dir: str = "runs/run"
-    seed: int = 0
+    # numpy's and vLLM's seeds are 32-bit; a larger one would fail deep in a run (issue 47 N6)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     backend: Literal["hf", "vllm"] = "hf"
     model: ModelConfig = Field(default_factory=ModelConfig)
     lora: LoraConfig = Field(default_factory=LoraConfig)

@@ -33,7 +33,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -92,7 +92,7 @@ class ServerSettings(BaseModel):
     evidence: bool = True
     cookie_name: str | None = None
     secret_key: str | None = None
-    log_level: str = "warning"
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "warning"  # uvicorn's
 
 
 @dataclass(frozen=True)
