@@ -52,6 +52,15 @@ def resolve_output(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def temp_dir(parent: str | os.PathLike[str], prefix: str) -> Path:
+    """A new hidden folder in `parent` to fill and then rename into place, with the mode any
+    program's new folder gets (0777 minus the umask; mkdtemp's own 0700 would follow the folder
+    into place, hiding a model or checkpoint from the group the umask shares it with)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, 0o777 & ~_umask())
+    return path
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open `path` for writing ("w" text, UTF-8, "\\n" newlines; or "wb") by the rules of this module;

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from officegym.core.files import atomic_write
+from officegym.core.files import atomic_write, temp_dir
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 INDEX = "checkpoints.json"  # beside the checkpoints/ folder, which then holds step folders only
@@ -204,7 +204,7 @@ class CheckpointManager:
         index list it."""
         import torch
 
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
+        tmp = temp_dir(self.root, ".tmp-")  # the umask's mode, not mkdtemp's 0700
         target = self.root / f"step_{step:06d}"
         full_state = {**state, "step": step}
         try:

@@ -19,13 +19,13 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import temp_dir
 from officegym.train.config import LoraConfig, ModelConfig, RunConfig
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class TrainModel:
 
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+        tmp = temp_dir(directory.parent, f".{directory.name}.tmp-")  # the umask's mode, not mkdtemp's 0700
         try:
             if self.lora:
                 fresh = AutoModelForCausalLM.from_config(self.base.config)
