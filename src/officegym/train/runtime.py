@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import pickle
 import signal
 import threading
 from collections import OrderedDict
@@ -357,9 +358,19 @@ def restore_checkpoint(manager: CheckpointManager, tm: Any, optimizer: Any, sche
     if info is None:
         return None
     tm.load_trainable(info.path)
-    opt = torch.load(info.path / "optimizer.pt", map_location=tm.device, weights_only=True)
-    optimizer.load_state_dict(opt["optimizer"])
-    scheduler.load_state_dict(opt["scheduler"])
+    path = info.path / "optimizer.pt"
+    try:
+        opt = torch.load(path, map_location=tm.device, weights_only=True)
+        optimizer.load_state_dict(opt["optimizer"])
+        scheduler.load_state_dict(opt["scheduler"])
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, KeyError, TypeError, ValueError) as exc:
+        # a foreign or damaged file (a safe load refuses what is not tensors and plain values): one line, no traceback
+        from officegym.train.modeling import ModelSetupError
+
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelSetupError(f"cannot resume from {info.path}: {path.name} is not an optimizer state this run "
+                              f"wrote ({type(exc).__name__}: {why}); delete that checkpoint folder, or start "
+                              "the run in a new out_dir") from None
     manager.load_rng(info)
     return info
 
