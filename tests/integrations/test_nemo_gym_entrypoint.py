@@ -265,3 +265,20 @@ def test_imports_point_downwards():
             assert ours <= {"integrations", "server", "core"}, (path, ours)
         elif rel[0] != "cli":
             assert "integrations" not in ours, path
+
+
+def test_a_public_bind_with_the_public_secret_is_served_with_a_warning(ng, small_world, capsys, monkeypatch):
+    """Issue 47 N9: NeMo Gym's own servers sign with the same public string, so the launcher's
+    configuration is served as before (a drop-in), with a warning naming the setting to change."""
+    from officegym.server import serve as serve_module
+
+    started = []
+    monkeypatch.setattr(serve_module, "run_server", lambda *a, **k: started.append(k))
+    monkeypatch.delenv("OFFICEGYM_SERVER_SECRET", raising=False)
+    config = ng.configured(small_world[0])
+    ng.server_block(config)["host"] = "0.0.0.0"
+    assert launch.main(ng.launcher_env(config)) == 0 and started
+    assert "secret_key" in capsys.readouterr().err
+    ng.server_block(config)["secret_key"] = "s3cret"
+    assert launch.main(ng.launcher_env(config)) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -13,7 +13,7 @@ from officegym.core import registry
 def serve(
     world: WorldOpt = None,
     env: Annotated[str, typer.Option("--env", help="Environment to serve (see `officegym envs`; workplace is short for workplace_assistant).")] = "workplace_assistant",
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on; 127.0.0.1 keeps it on this machine (any other needs --secret).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8000,
     mode: Annotated[str | None, typer.Option("--mode", help="Verification mode: outcome (default) or nemo_gym.")] = None,
     max_sessions: Annotated[int, typer.Option("--max-sessions", min=1, help="Live sessions kept; at the cap see --evict-idle.")] = 10_000,
@@ -25,7 +25,7 @@ def serve(
     max_session_bytes: Annotated[int, typer.Option("--max-session-bytes", min=0, help="Bytes of data one session may hold (0: unbounded); past it, writes fail as tool errors.")] = 16 * 1024 * 1024,
     max_store_bytes: Annotated[int, typer.Option("--max-store-bytes", min=0, help="Bytes of data all sessions may hold together (0: unbounded); past it, idle sessions are evicted, else writes fail as tool errors.")] = 1024 * 1024 * 1024,
     max_verify_calls: Annotated[int, typer.Option("--max-verify-calls", min=1, help="Predicted calls one /verify scores; more score 0.")] = 1000,
-    secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one).")] = None,
+    secret: Annotated[str | None, typer.Option("--secret", envvar="OFFICEGYM_SERVER_SECRET", help="Cookie signing secret (default: the reference's public one, refused for a --host other machines reach).")] = None,
     model_base_url: Annotated[str | None, typer.Option("--model-base-url", help="Default OpenAI-compatible server for POST /run, e.g. http://127.0.0.1:9000/v1")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Default model name for POST /run.")] = None,
     model_api: Annotated[str, typer.Option("--model-api", help="POST /run talks chat (Chat Completions) or responses (Responses API).")] = "chat",
@@ -34,9 +34,13 @@ def serve(
 ) -> None:
     """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
     try:
-        from officegym.server.serve import ServeError, run_server
+        from officegym.server.serve import ServeError, check_bind, run_server
     except ImportError as exc:
         fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
+    try:
+        warning = check_bind(host, secret)  # before the world loads: a public bind needs a secret
+    except ServeError as exc:
+        fail(str(exc))
 
     try:
         with_world = registry.takes_world(env)
@@ -50,6 +54,8 @@ def serve(
     else:
         w, where = None, ""
     console.print(f"officegym: serving {env}{where} on http://{host}:{port}; Ctrl-C stops", markup=False)
+    if warning:
+        console.print(warning, markup=False, soft_wrap=True)
     try:
         run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
                    evict_idle_s=evict_idle or None, max_body_bytes=max_body_bytes, max_session_writes=max_session_writes,

@@ -12,6 +12,8 @@ thousands of calls per second.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import sys
 from typing import Any
 
 from officegym.server.config import (
@@ -29,6 +31,30 @@ from officegym.server.config import (
 
 class ServeError(ValueError):
     """A setting the server cannot start with (the message says which and why)."""
+
+
+def is_local(host: str) -> bool:
+    """Whether binding `host` keeps the server on this machine (a loopback address or localhost)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a host name (or 0.0.0.0-like text): other machines may reach it
+
+
+def check_bind(host: str, secret_key: str | None) -> str | None:
+    """Refuse (ServeError) a bind other machines can reach with the reference's public cookie secret:
+    anyone there could forge a session cookie for any id. With a secret, the warning to print."""
+    if is_local(host):
+        return None
+    if not secret_key:
+        raise ServeError(f"--host {host} lets other machines reach the server, and its session cookies would be "
+                         "signed with the reference's public secret (anyone could forge one): pass --secret (or "
+                         "set OFFICEGYM_SERVER_SECRET), or keep --host 127.0.0.1")
+    return (f"warning: serving on {host}: anyone who reaches the port can seed sessions and call tools, and POST /run "
+            "calls whatever model server URL a request names; keep it behind a firewall")
 
 
 def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None):
@@ -144,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     except EnvironmentSetupError as exc:
         p.error(str(exc))
     try:
+        warning = check_bind(a.host, a.secret)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
                    idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
                    max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,

@@ -272,6 +272,13 @@ def serve(launch: Launch) -> None:
         print(f"officegym: dry run, {launch.name} ({s.env}, mode {s.mode}) is ready to serve", flush=True)
         return
     where = f" on world {launch.world}" if launch.world else ""
+    from officegym.server.serve import is_local
+
+    if not is_local(s.host) and launch.secret_key == launch.cookie_name:
+        # NeMo Gym's own servers sign with this public string too, so this stays a drop-in; say so anyway
+        print(f"officegym: warning: {launch.name} listens on {s.host} with session cookies signed by the public "
+              "default secret (anyone who reaches the port could forge one): set secret_key (or "
+              "OFFICEGYM_SERVER_SECRET)", file=sys.stderr, flush=True)
     print(f"officegym: serving {s.env}{where} as NeMo Gym's {launch.name!r} on http://{s.host}:{s.port} "
           f"(mode {s.mode})", flush=True)
     _exit_with_parent()
