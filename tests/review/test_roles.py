@@ -197,8 +197,10 @@ def test_rewarded_samples_compare_decisions_not_rationales():
     # A second "rewarded" decision (recorded so, the verifier disagrees): two decisions queued.
     other = dict(answer.arguments["selection"])
     component = next(iter(other))
-    options = json.loads(make("roles/cto").session(task).call("list_options", {"component": component}))
-    other[component] = next(o["id"] for o in options["output"] if o["id"] != other[component])
+    options = json.loads(make("roles/cto").session(task).call("list_options", {"component": component}))["output"]
+    tco = {o["id"]: 12 * o["monthly_usd"] + o["migration_usd"] for o in options}
+    # the option whose cost is farthest from the chosen one's, so that the claim is plainly wrong (no near call)
+    other[component] = max((o for o in tco if o != other[component]), key=lambda o: abs(tco[o] - tco[other[component]]))
     wrong = play("roles/cto", task, [lookups, [ToolCall(answer.name, {**answer.arguments, "selection": other})]], sample_index=2)
     wrong["officegym"]["verdict"]["matched"] = True
     report = _flag([rows[0], wrong], hard_difficulty=99)

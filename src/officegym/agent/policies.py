@@ -1,8 +1,8 @@
-"""Build a policy from a spec string: oracle | noop | random[:SEED] | greedy | role-random[:SEED] |
+"""Build a policy from a spec string: oracle | noop | random[:SEED] | greedy | rule | role-random[:SEED] |
 openai:MODEL | openai-responses:MODEL | hf:PATH_OR_ID | smollm2-135m | vllm:MODEL.
 
-`greedy` and `role-random` are the baselines of the role environments (roles/*): like `oracle`, they
-read the scenario from each request's task, so they need no model and no options."""
+`greedy`, `rule` and `role-random` are the baselines of the role environments (roles/*): they need
+no model and no options (`rule` reads only the conversation; the others read the task's scenario)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from officegym.core.policy import Policy
 
 SCRIPTED = ("oracle", "noop", "random")
-ROLE_BASELINES = ("greedy", "role-random")
+ROLE_BASELINES = ("greedy", "rule", "role-random")
 
 
 class PolicySpecError(ValueError):
@@ -68,7 +68,7 @@ def make_policy(spec: str, **options: Any) -> Policy:
             raise PolicySpecError(f"the vllm: backend needs vllm installed ({exc}); pip install 'officegym[vllm]'") from None
         return VLLMPolicy(arg, **options)
     raise PolicySpecError(
-        f"unknown policy {spec!r}: use oracle, noop, random[:SEED], greedy, role-random[:SEED], openai:MODEL, "
+        f"unknown policy {spec!r}: use oracle, noop, random[:SEED], greedy, rule, role-random[:SEED], openai:MODEL, "
         "openai-responses:MODEL, hf:PATH_OR_ID, smollm2-135m or vllm:MODEL"
     )
 

@@ -6,6 +6,11 @@ differ from the oracle only in how they decide. Figures they claim are computed 
 rewards measure decisions, not arithmetic. `make_baseline_policy("greedy")` and
 `make_baseline_policy("role-random:SEED")` build them for `officegym eval --policy ...`.
 
+`rule` is the fixed rule of a role whose brief is prose (roles/cto): unlike greedy it reads only what
+a model sees (the brief, the documents it names), parses them with the role's regexes written from
+the training wordings (envs/roles/<role>_rule.py), calls the role's solver tool with what it parsed,
+and answers from the solver's output.
+
 Heuristics:
 - cto: cheapest certified option per component, then single swaps that most reduce the broken
   latency, availability, skill and compatibility requirements at the least extra cost; escalates
@@ -35,11 +40,11 @@ from officegym.agent.loop import error_text
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
-from officegym.envs.roles import coo, cost, council, cto, reconcile, risk
+from officegym.envs.roles import coo, cost, council, cto, cto_rule, reconcile, risk
 from officegym.envs.roles.base import ESCALATE, RoleEnvironment, Scenario, ScenarioError
 from officegym.envs.roles.solvers import allocation_feasible
 
-BASELINES = ("greedy", "role-random")
+BASELINES = ("greedy", "role-random", "rule")
 _ENVS: dict[str, RoleEnvironment] = {}
 
 
@@ -381,6 +386,42 @@ class RoleRandomPolicy:
         return ToolCall("propose_plan", {"selection": {c["component"]: rng.choice(c["options"]) for c in components}})
 
 
+RULES: dict[str, Any] = {"cto": cto_rule}
+
+
+class RulePolicy:
+    """The fixed rule of a worded role (module docstring): read the documents the brief names, parse
+    brief and documents, call the solver with what was parsed, answer from its output."""
+
+    name = "rule"
+
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        return [_guarded(self._one, r) for r in requests]
+
+    @staticmethod
+    def _one(r: PolicyRequest) -> Completion:
+        assert r.task is not None
+        role = r.task.metadata.get("role")
+        rule = RULES.get(role) if isinstance(role, str) else None
+        if rule is None:
+            return Completion(text=f"No fixed rule for role {role!r}.")
+        brief = next((m.get("content") or "" for m in r.messages if m.get("role") == "user"), "")
+        brief = brief if isinstance(brief, str) else ""
+        seen = _outputs(r.messages)
+        names = [name for name, _, _ in seen]
+        if any(name in rule.ANSWERS for name in names):
+            return Completion(text="Done.")
+        solved = [out for name, _, out in seen if name == rule.SOLVE]
+        if solved:
+            tool, args = rule.answer(solved[-1])
+            return Completion(tool_calls=[ToolCall(tool, args)])
+        docs = rule.documents_to_read(brief)
+        if docs and rule.READ not in names:
+            return Completion(tool_calls=[ToolCall(rule.READ, {"doc_id": d}) for d in docs])
+        texts = [brief] + [out for name, _, out in seen if name == rule.READ and isinstance(out, str)]
+        return Completion(tool_calls=[ToolCall(rule.SOLVE, rule.solver_arguments(texts))])
+
+
 def _staged(r: PolicyRequest, s: Scenario, answer: Callable[[], ToolCall]) -> Completion:
     """Lookups first (when the scenario has any), then the answer, then a closing message."""
     stage = r.turn if s.lookups else r.turn + 1
@@ -405,16 +446,18 @@ def _guarded(step: Callable[[PolicyRequest], Completion], r: PolicyRequest) -> C
 
 
 def make_baseline_policy(spec: str) -> Policy:
-    """`greedy` or `role-random[:SEED]`."""
+    """`greedy`, `rule` or `role-random[:SEED]`."""
     kind, _, arg = spec.partition(":")
     if kind == "greedy" and not arg:
         return GreedyPolicy()
+    if kind == "rule" and not arg:
+        return RulePolicy()
     if kind == "role-random":
         try:
             return RoleRandomPolicy(int(arg) if arg else 0)
         except ValueError:
             raise ValueError(f"role-random:SEED needs an integer seed, got {arg!r}") from None
-    raise ValueError(f"unknown baseline policy {spec!r}: use greedy or role-random[:SEED]")
+    raise ValueError(f"unknown baseline policy {spec!r}: use greedy, rule or role-random[:SEED]")
 
 
 def scenario_of(task: Task) -> Scenario:

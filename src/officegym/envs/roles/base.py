@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
+from officegym.envs.roles.prose import SUBSETS, TRAINED, subset_of_id
 from officegym.envs.roles.schema import schema_error
 
 GENERATOR_VERSION = 1
@@ -65,6 +66,10 @@ class Scenario:
     # figures they return, so the oracle's trajectory shows where every claimed figure comes from
     # (a model imitating it copies a number instead of doing the arithmetic itself).
     checks: tuple[ToolCall, ...] = ()
+    # A worded role's brief: the pool its forms came from (trained or heldout_wording) and the
+    # surface features drawn ("budget:3", "latency_style:seconds"); empty for the structured roles.
+    subset: str = ""
+    wording: tuple[str, ...] = ()
 
     @property
     def ground_truth(self) -> list[ToolCall]:
@@ -204,6 +209,9 @@ class RoleEnvironment(BaseEnvironment):
     mode = MODE
     # A session is built from the task row (the HTTP server's seed_session passes it on).
     session_from_row: ClassVar[bool] = True
+    # Whether the brief is prose drawn from surface forms, some held out (prose.py): the generator
+    # then takes the wording subset as a third argument, and task rows carry `subset`.
+    worded: ClassVar[bool] = False
 
     def __init__(self, mode: str | None = None) -> None:
         """Scenarios come from the task rows: a role environment takes no world."""
@@ -222,8 +230,11 @@ class RoleEnvironment(BaseEnvironment):
     system_template: ClassVar[str] = ""  # may use {submit} and {escalate}: the two answer tools
     grader: ClassVar[Callable[[Scenario, ToolCall], Grade]]
 
-    def build(self, seed: int, difficulty: int) -> Scenario:
-        """The scenario of (seed, difficulty); deterministic and cached by the role module."""
+    def build(self, seed: int, difficulty: int, subset: str = TRAINED) -> Scenario:
+        """The scenario of (seed, difficulty) in the wording pool `subset`; deterministic and
+        cached by the role module."""
+        if self.worded:
+            return self.generator(seed, difficulty, subset)  # type: ignore[call-arg]
         return self.generator(seed, difficulty)
 
     def tool_specs(self, difficulty: int | None = None) -> list[ToolSpec]:
@@ -265,7 +276,9 @@ class RoleEnvironment(BaseEnvironment):
 
     def generate_tasks(self, n: int, seed: int, *, difficulty: tuple[int, int] | None = None) -> list[Task]:
         """`n` tasks from `seed`; each draws a difficulty in `difficulty` (default 1-10) and a
-        scenario seed. The same arguments give the same tasks, and a shorter list is a prefix."""
+        scenario seed. The same arguments give the same tasks, and a shorter list is a prefix. A
+        worded role writes a task in held-out forms when its id hashes into the tail that the
+        split assignment sends to test (prose.HELDOUT_SHARE)."""
         lo, hi = difficulty if difficulty is not None else (1, 10)
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi)) or not (1 <= lo <= hi <= 10):
             raise ValueError(f"difficulty must be a range within 1..10, got {difficulty!r}")
@@ -276,13 +289,15 @@ class RoleEnvironment(BaseEnvironment):
             level = rng.randint(lo, hi)
             # evenly spread: task i is infeasible when (i + phase) x share crosses an integer
             infeasible = math.floor((i + 1) * INFEASIBLE_SHARE + phase) > math.floor(i * INFEASIBLE_SHARE + phase)
-            scenario = self.build(scenario_seed(rng, infeasible), level)
-            tasks.append(self.task_from_scenario(scenario, f"{self.role}-{seed}-{i:05d}"))
+            task_id = f"{self.role}-{seed}-{i:05d}"
+            subset = subset_of_id(task_id) if self.worded else TRAINED
+            scenario = self.build(scenario_seed(rng, infeasible), level, subset)
+            tasks.append(self.task_from_scenario(scenario, task_id))
         return tasks
 
     def task_from_scenario(self, scenario: Scenario, task_id: Any) -> Task:
         gt = scenario.ground_truth
-        return Task(
+        task = Task(
             id=task_id,
             input=[{"role": "system", "content": self.system_prompt(scenario)},
                    {"role": "user", "content": scenario.brief}],
@@ -302,6 +317,11 @@ class RoleEnvironment(BaseEnvironment):
                 "scenario_hash": canonical_hash(scenario.content if scenario.content is not None else scenario.public),
             },
         )
+        if self.worded:
+            task.metadata["scenario"]["subset"] = scenario.subset
+            task.metadata["subset"] = scenario.subset  # what eval's subsets read
+            task.metadata["wording_features"] = list(scenario.wording)
+        return task
 
     def _schema_list(self, difficulty: int) -> list[dict[str, Any]]:
         # One shared list per level: rows stay cheap and tools(task) can cache by identity.
@@ -319,12 +339,15 @@ class RoleEnvironment(BaseEnvironment):
             raise ScenarioError(f"task {task.id!r}: scenario seed must be a non-negative integer, got {seed!r}")
         if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 10:
             raise ScenarioError(f"task {task.id!r}: scenario difficulty must be 1..10, got {level!r}")
+        if task.metadata.get("role", self.role) != self.role:
+            raise ScenarioError(f"task {task.id!r} is a {task.metadata.get('role')!r} task, not {self.role!r}")
         if version != self.generator_version:
             raise ScenarioError(f"task {task.id!r} was generated by version {version!r} of the {self.name} generator; "
                                 f"this is version {self.generator_version}: regenerate the tasks")
-        if task.metadata.get("role", self.role) != self.role:
-            raise ScenarioError(f"task {task.id!r} is a {task.metadata.get('role')!r} task, not {self.role!r}")
-        return self.build(seed, level)
+        subset = meta.get("subset", TRAINED)
+        if subset not in SUBSETS:
+            raise ScenarioError(f"task {task.id!r}: scenario subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
+        return self.build(seed, level, subset)
 
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
