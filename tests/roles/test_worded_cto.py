@@ -15,7 +15,15 @@ from officegym.agent.policies import make_policy
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
 from officegym.envs.roles import cto, cto_brief, cto_rule
-from officegym.envs.roles.prose import HELDOUT, HELDOUT_SHARE, TRAINED, CalculatorError, calculate, id_fraction, words
+from officegym.envs.roles.prose import (
+    HELDOUT,
+    HELDOUT_SHARE,
+    TRAINED,
+    CalculatorError,
+    calculate,
+    id_fraction,
+    words,
+)
 from officegym.sdg.env_tasks import generate_env_tasks
 from officegym.sdg.splits import SplitPlan
 
