@@ -73,7 +73,9 @@ def test_masked_rows_are_left_out(tiny_app):
     assert [g["_ng_task_index"] for g in out["group_level_metrics"]] == [0]
     assert "mean/mask_sample" not in agent
     assert aggregate_metrics([{"reward": 0.0, "mask_sample": True}])["agent_metrics"] == {
-        "num_tasks": 0, "num_rollouts": 0, "num_masked": 1}
+        "num_tasks": 0, "num_rollouts": 0, "num_masked": 1, "coverage/measured_rollouts": 0,
+        "coverage/masked_rollouts": 1, "coverage/measured_tasks": 0, "coverage/fully_masked_tasks": 1}
+    assert agent["coverage/masked_rollouts"] == 2 and agent["coverage/fully_masked_tasks"] == 1
 
 
 def test_token_usage_and_numeric_fields_are_described_and_key_metrics_hold_every_mean(tiny_app):
@@ -142,3 +144,52 @@ def test_statistics_equal_reward_profilers_on_random_rollouts():
         described = {k: v for k, v in ours["agent_metrics"].items() if "/" in k}
         assert described.keys() == agent.keys()
         assert all(math.isclose(described[k], agent[k], rel_tol=1e-12, abs_tol=1e-12) for k in agent)
+
+
+def test_repeat_completeness_and_observability_keys_as_nemo_gym_07_defines_them(tiny_app):
+    """Issue 47 item 5 (values checked against NeMo Gym's own code in test_nemo_gym_metrics_reference.py)."""
+    rows = [{"_ng_task_index": t, "_ng_rollout_index": r, "reward": v}
+            for (t, r), v in {(0, 0): 1.0, (1, 0): 0.0, (0, 1): 1.0, (1, 1): 1.0}.items()]
+    rows[0]["ng_perf"] = {"num_turns": 2, "completion_tokens": 10, "total_latency_ms": 100}
+    rows[1]["ng_perf"] = {"num_turns": 4, "completion_tokens": 30, "total_latency_ms": 300, "token_observability_coverage": 1}
+    out = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows}).json()
+    group = out["group_level_metrics"][0]
+    assert (group["num_rollouts"], group["expected_num_rollouts"], group["missing_num_rollouts"]) == (2, 2, 0)
+    assert group["reward_profile_completion_pct"] == 100.0
+    assert [i["rollout_id"] for i in group["rollout_infos"]] == ["0:0", "0:1"]
+    agent = out["agent_metrics"]
+    assert agent["num_repeats"] == 2 and agent["mean_across_repeats/mean/reward"] == 0.75
+    assert agent["se_across_repeats/mean/reward"] == pytest.approx(0.25)
+    t = 12.706204736174707  # Student t, 1 degree of freedom, 97.5%
+    assert agent["ci_low_95_across_repeats/mean/reward"] == pytest.approx(0.75 - t * 0.25, rel=1e-12)
+    assert agent["ci_high_95_across_repeats/mean/reward"] == pytest.approx(0.75 + t * 0.25, rel=1e-12)
+    first, second = out["repeat_level_metrics"]
+    assert (first["_ng_rollout_index"], first["sample_count"], first["missing_count"]) == (0, 2, 0)
+    assert first["mean/reward"] == 0.5 and first["p25/reward"] == 0.25 and second["mean/reward"] == 1.0
+    perf = out["perf_summary"]
+    assert perf["overall_observability_coverage"] == 0.5 and perf["token_observability_coverage"] == 0.25
+    assert perf["mean_num_turns"] == 3 and perf["p90_num_turns"] == pytest.approx(3.8)
+    assert perf["mean_tokens_per_turn"] == 6.25 and perf["total_completion_tokens"] == 40
+    assert perf["total_latency_p50_ms"] == 200
+    one_repeat = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows[:2]}).json()
+    assert one_repeat["repeat_level_metrics"] == [] and one_repeat["agent_metrics"]["num_repeats"] == 1
+    assert not any("_across_repeats/" in k for k in one_repeat["agent_metrics"])
+    assert TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": [{"reward": 1}]}).json()[
+        "perf_summary"] is None
+
+
+@pytest.mark.parametrize("path", ["/", "/health", "/healthz", "/livez", "/readyz", "/tools", "/reverify_mode",
+                                  "/ng-rollout/r1/healthz"])
+def test_head_is_not_allowed_where_nemo_gyms_routes_refuse_it(tiny_app, path):
+    r = TestClient(tiny_app).head(path)
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
+    assert TestClient(tiny_app).get(path).status_code == 200
+
+
+def test_student_t_quantiles_equal_scipys():
+    stats = pytest.importorskip("scipy.stats")
+    from officegym.server.repeats import t_ppf
+
+    for df in [*range(1, 60), 99, 250, 999, 1000, 5000, 10**6]:
+        for p in (0.975, (1.0 - 0.95) / 2, 0.9, 0.6, 0.99999):
+            assert t_ppf(p, df) == pytest.approx(float(stats.t.ppf(p, df)), rel=1e-12, abs=1e-15)

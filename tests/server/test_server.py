@@ -300,7 +300,7 @@ def test_aggregate_metrics(tiny_app):
     rows = [{"_ng_task_index": 0, "reward": 1.0}, {"_ng_task_index": 0, "reward": 0.0},
             {"_ng_task_index": 1, "reward": 0.0}, {"_ng_task_index": 1, "reward": 0.0}]
     out = TestClient(tiny_app).post("/aggregate_metrics", json={"verify_responses": rows}).json()
-    assert set(out) == {"group_level_metrics", "agent_metrics", "key_metrics"}
+    assert set(out) == {"group_level_metrics", "agent_metrics", "key_metrics", "perf_summary", "repeat_level_metrics"}
     assert [g["mean/reward"] for g in out["group_level_metrics"]] == [0.5, 0.0]
     agent = out["agent_metrics"]
     assert agent["num_tasks"] == 2 and agent["num_rollouts"] == 4 and agent["mean/reward"] == 0.25

@@ -6,7 +6,7 @@ Endpoints (SPEC 5.1-5.3; officegym additions marked +):
                             the session's task for environments with `session_from_row`) -> {}
     POST /{tool_name}       the tool's JSON arguments -> 200 with the tool's body, {"output": ...}
     POST /verify            task row + `response` -> the reference's echo + `reward` (+ `officegym` evidence)
-    POST /aggregate_metrics {"verify_responses": [...]} -> RewardProfiler's statistics per task and overall
+    POST /aggregate_metrics {"verify_responses": [...]} -> NeMo Gym 0.7's statistics per task, repeat and overall
     POST /close_session     NeMo Gym's body, validated -> drops the caller's session (+ frees memory here)
     GET  /reverify_mode     "stateless": verify reads no session state
     GET  /, /health, /healthz, /livez, /readyz   liveness (NeMo Gym's routes; /health adds statistics)
@@ -200,6 +200,8 @@ def create_app(
     ]
     for path, handler, method, takes_oversized in routes:
         app.add_route(path, _guarded(handler, takes_oversized), methods=[method], include_in_schema=False)
+        # Starlette answers HEAD wherever GET is served; NeMo Gym's FastAPI routes do not (405)
+        app.router.routes[-1].methods.discard("HEAD")
     return app
 
 

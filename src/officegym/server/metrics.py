@@ -1,12 +1,12 @@
-"""`/aggregate_metrics`: statistics of verify responses per task and overall, as NeMo Gym's
-RewardProfiler computes them, plus rollout counts and pass@k.
+"""`/aggregate_metrics`: statistics of verify responses per task and overall, as NeMo Gym 0.7's
+`compute_aggregate_metrics` computes them, plus rollout counts and pass@k.
 
-Like RewardProfiler: every numeric top-level field of a row (booleans as 0/1) and every numeric
-field of its `response.usage` (token counts) gets `mean/`, `max/`, `min/`, `median/` and `std/`
-keys, std being the sample standard deviation (0 for a single rollout); rows are grouped by
-`_ng_task_index` (sorted), which with `_ng_rollout_index` is not itself described; `key_metrics`
-holds every `mean/` key. Rows with `mask_sample: true` are left out (the field says their reward
-is no measurement). Differences are listed in docs/nemo-rl.md.
+As there: every numeric top-level field of a row (booleans as 0/1; fields starting with "_" left
+out) and every numeric field of its `response.usage` (token counts) gets `mean/`, `max/`, `min/`,
+`median/` and `std/` keys, std being the sample standard deviation (0 for a single rollout); rows
+are grouped by `_ng_task_index` (sorted); `key_metrics` holds every `mean/` key. Rows whose
+`mask_sample` is true are left out (the field says their reward is no measurement). The repeat,
+completeness and observability parts are in repeats.py. Differences are listed in docs/nemo-rl.md.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import statistics
 from typing import Any
 
 from officegym.core.rollout_row import RolloutRow
+from officegym.server import repeats
 from officegym.server.protocol import BadRequest, validation_error
 
 NOT_DESCRIBED = frozenset({"_ng_task_index", "_ng_rollout_index", "mask_sample"})
@@ -99,7 +100,7 @@ def _fields(row: dict[str, Any]) -> dict[str, float]:
     out = {}
     for key, value in merged.items():
         number = _finite(value)
-        if number is not None and key not in NOT_DESCRIBED:
+        if number is not None and key not in NOT_DESCRIBED and not key.startswith("_"):
             out[key] = number
     return out
 
@@ -120,43 +121,85 @@ def _checked_rows(rows: list[Any]) -> list[dict[str, Any]]:
 def aggregate_metrics(rows: list[Any]) -> dict[str, Any]:
     """Statistics of verify responses grouped by task (`_ng_task_index`, else `id`, else position),
     each group with its `num_rollouts`; overall the same plus `num_tasks`, `num_masked` and pass@k
-    for k = 1, 2, 4, ... up to the fewest rollouts of any task (a rollout passes with reward >= 1)."""
-    groups: dict[str, list[dict[str, float]]] = {}
-    rewards: dict[str, list[float]] = {}
-    masked = 0
-    for i, row in enumerate(_checked_rows(rows)):
-        if row.get("mask_sample") is True:
-            masked += 1
+    for k = 1, 2, 4, ... up to the fewest rollouts of any task (a rollout passes with reward >= 1);
+    and NeMo Gym 0.7's completeness, repeat and observability figures (repeats.py)."""
+    checked = _checked_rows(rows)
+    scored = [row for row in checked if not row.get("mask_sample")]  # truthy, as NeMo Gym reads it
+    masked = len(checked) - len(scored)
+    covered = repeats.coverage(checked, scored, masked)
+    perf = repeats.perf_summary(checked)
+    groups: dict[str, list[tuple[dict[str, Any], dict[str, float]]]] = {}
+    for i, row in enumerate(checked):
+        if row.get("mask_sample"):
             continue
-        key = row.get("_ng_task_index", row.get("id", i))
-        key = json.dumps(key, sort_keys=True, default=str)
-        groups.setdefault(key, []).append(_fields(row))
-        rewards.setdefault(key, []).append(float(row["reward"]))
+        key = json.dumps(row.get("_ng_task_index", row.get("id", i)), sort_keys=True, default=str)
+        groups.setdefault(key, []).append((row, _fields(row)))
     if not groups:
-        return {"group_level_metrics": [], "agent_metrics": {"num_tasks": 0, "num_rollouts": 0, "num_masked": masked},
-                "key_metrics": {}}
+        return {"group_level_metrics": [], "agent_metrics": {"num_tasks": 0, "num_rollouts": 0, "num_masked": masked,
+                                                             **covered},
+                "key_metrics": dict(covered), "perf_summary": perf, "repeat_level_metrics": []}
     keys = list(groups)
     parsed = [json.loads(k) for k in keys]
     if all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in parsed):
         keys = [k for _, k in sorted(zip(parsed, keys, strict=True))]  # NeMo Gym's groupby order
     try:
-        per_task = [{"_ng_task_index": json.loads(key), "num_rollouts": len(groups[key]),
-                     **describe(_columns(groups[key]), len(groups[key]))} for key in keys]
-        everything = [fields for key in keys for fields in groups[key]]
+        per_task = [_group(json.loads(key), groups[key]) for key in keys]
+        everything = [fields for key in keys for _, fields in groups[key]]
         agent: dict[str, Any] = {"num_tasks": len(groups), "num_rollouts": len(everything), "num_masked": masked,
                                  **describe(_columns(everything), len(everything))}
+        repeat_rows = repeats.repeat_level_metrics(
+            [(row.get(repeats.TASK, 0), row.get(repeats.ROLLOUT, 0), fields) for key in keys for row, fields in groups[key]])
+        agent.update(repeats.across_repeats(repeat_rows))
+        for name, value in [*agent.items(), *(item for r in repeat_rows for item in r.items())]:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise Overflow(name)
     except Overflow as exc:
         raise BadRequest(validation_error("finite_number", ["body", "verify_responses"],
                                           f"Statistics of {exc.args[0]!r} leave the float range", None)) from None
-    k_max = min(len(v) for v in rewards.values())
+    agent.update(covered)
+    agent["num_repeats"] = repeats.num_repeats(checked)
+    rewards = [[float(row["reward"]) for row, _ in groups[key]] for key in keys]
+    k_max = min(len(v) for v in rewards)
     k = 1
     while k <= k_max:
-        agent[f"pass@{k}"] = statistics.fmean(_pass_at_k(len(v), sum(x >= 1.0 for x in v), k) for v in rewards.values())
+        agent[f"pass@{k}"] = statistics.fmean(_pass_at_k(len(v), sum(x >= 1.0 for x in v), k) for v in rewards)
         k *= 2
     top = max(int(key.split("@")[1]) for key in agent if key.startswith("pass@"))
     key_metrics = {k: v for k, v in agent.items() if k.startswith("mean/")}
+    key_metrics.update(covered)
     key_metrics[f"pass@{top}"] = agent[f"pass@{top}"]
-    return {"group_level_metrics": per_task, "agent_metrics": agent, "key_metrics": key_metrics}
+    return {"group_level_metrics": per_task, "agent_metrics": agent, "key_metrics": key_metrics,
+            "perf_summary": perf, "repeat_level_metrics": repeat_rows}
+
+
+def _group(task: Any, members: list[tuple[dict[str, Any], dict[str, float]]]) -> dict[str, Any]:
+    """One task's statistics, with NeMo Gym's completeness keys (every rollout a verify response
+    names is there, so nothing is missing) and its rollouts' numbers (`rollout_infos`)."""
+    n = len(members)
+    infos = sorted((_rollout_info(row) for row, _ in members), key=lambda info: repeats.order(info[repeats.ROLLOUT]))
+    return {"_ng_task_index": task, **describe(_columns([fields for _, fields in members]), n),
+            "sample": {"agent_ref": {"name": "agent"}},  # NeMo Gym's stand-in for the task row it has not got
+            "num_rollouts": n, "expected_num_rollouts": n, "missing_num_rollouts": 0,
+            "reward_profile_completion_pct": 100.0, "rollout_infos": infos}
+
+
+def _rollout_info(row: dict[str, Any]) -> dict[str, Any]:
+    """A rollout's numbers as NeMo Gym lists them: its ids, reward, usage counts, then its other
+    numeric fields (booleans as 0/1; fields starting with "_" left out)."""
+    task, rollout = row.get(repeats.TASK, 0), row.get(repeats.ROLLOUT, 0)
+    info: dict[str, Any] = {"rollout_id": f"{task}:{rollout}", repeats.TASK: task, repeats.ROLLOUT: rollout}
+    if "reward" in row:
+        info["reward"] = row["reward"]
+    usage = RolloutRow(row).response.get("usage")
+    for source in (usage if isinstance(usage, dict) else {}, row):
+        for key, value in source.items():
+            if source is row and (key.startswith("_") or key in ("reward", "response", "mask_sample")):
+                continue
+            if isinstance(value, bool):
+                info[key] = int(value)
+            elif _finite(value) is not None:
+                info[key] = value
+    return info
 
 
 def _columns(rows: list[dict[str, float]]) -> dict[str, list[float]]:
