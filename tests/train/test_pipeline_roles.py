@@ -228,13 +228,16 @@ def test_the_role_configs_load_and_their_sections_build(tmp_path, role):
     pipe = Pipeline(cfg)
     pipe.check_setup()
     assert cfg.env == f"roles/{role}" and not registry.takes_world(cfg.env) and pipe.sft_source() == "oracle"
-    assert {"greedy", "oracle"} <= set(pipe.baseline_specs()) and cfg.eval.backend == "vllm"
+    # the CTO's brief is prose (version 2): its strongest fixed rule parses the brief; the others' greedy
+    expected = {"rule", "oracle"} if role == "cto" else {"greedy", "oracle"}
+    assert expected <= set(pipe.baseline_specs()) and cfg.eval.backend == "vllm"
     sft = build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     grpo = build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     assert sft.lora.enabled and grpo.lora.enabled and grpo.backend == "vllm" and grpo.grpo.reward == "outcome"
     # episodes as long as the evaluation's: the calculator on the chosen plan (where the role has one),
     # then the answer that copies its figure
-    assert grpo.rollout.max_steps == cfg.eval.max_steps == 2
+    # (the CTO reads its documents first: three turns)
+    assert grpo.rollout.max_steps == cfg.eval.max_steps == (3 if role == "cto" else 2)
     assert grpo.rollout.max_new_tokens_per_turn == cfg.eval.max_new_tokens
 
 
