@@ -40,19 +40,6 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _mean(values: list[float]) -> float:
-    try:
-        return math.fsum(values) / len(values)
-    except OverflowError:  # the sum leaves the float range although the mean does not
-        return math.fsum(v / len(values) for v in values)
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else ordered[mid - 1] / 2 + ordered[mid] / 2
-
-
 def _sample_std(values: list[float], mean: float) -> float:
     """Sample standard deviation (n - 1 in the denominator, as pandas' std)."""
     squares = math.fsum((v - mean) * (v - mean) for v in values)
@@ -66,13 +53,13 @@ def describe(columns: dict[str, list[float]], rows: int) -> dict[str, float]:
     for stat in ("mean", "max", "min", "median", "std"):
         for name, values in columns.items():
             if stat == "mean":
-                value = _mean(values)
+                value = repeats.mean(values)
             elif stat == "max":
                 value = max(values)
             elif stat == "min":
                 value = min(values)
             elif stat == "median":
-                value = _median(values)
+                value = repeats.median(values)
             elif len(values) > 1:
                 value = _sample_std(values, out[f"mean/{name}"])
             elif rows == 1:
