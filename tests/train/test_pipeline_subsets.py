@@ -101,3 +101,12 @@ def test_the_gpu_variant_takes_any_hf_path_and_keeps_the_cpu_recipes_subsets():
     for key in ("wordings", "holdout_templates", "holdout_wordings", "seed", "tools"):
         assert getattr(gpu.tasks, key) == getattr(cpu.tasks, key)
     assert cpu.tasks.tools == "mixed" and cpu.tasks.wordings == "composed" and cpu.eval.per_subset
+
+
+def test_a_mixed_dataset_keeps_each_rows_tools_unless_a_stage_asks_for_domain_prompts(tmp_path):
+    cfg = _config(tmp_path / "run")
+    assert Pipeline(cfg)._train_data(section=cfg.sft)["tools"] == "all"  # the rows' own tool lists
+    cfg.sft = {"data": {"tools": "domain"}}
+    pipe = Pipeline(cfg)
+    assert pipe._train_data(section=cfg.sft)["tools"] == "domain"
+    assert pipe._train_data(section=cfg.grpo)["tools"] == "all"

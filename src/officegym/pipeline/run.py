@@ -444,11 +444,15 @@ class Pipeline:
             low, high = pooled["ci95"]
             self.say(f"{stage}: BFCL {pooled['accuracy']:.1%} [{low:.1%}, {high:.1%}] of {pooled['n']} entries")
 
-    def _train_data(self, tasks: Path | None = None) -> dict[str, Any]:
+    def _train_data(self, tasks: Path | None = None, section: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The data section a training stage is given. Mixed rows already carry the tools each task
+        offers and keep them, unless the stage's own section asks for `data.tools: domain` (every
+        prompt cut to the task's domains: an SFT step on this CPU took 32.8 s instead of 55.9 s)."""
+        tools = "all" if self.cfg.tasks.tools == "mixed" else self.cfg.tasks.tools
+        if self.cfg.tasks.tools == "mixed" and ((section or {}).get("data") or {}).get("tools") == "domain":
+            tools = "domain"
         return {"tasks": str(tasks or self.tasks_dir / "train.jsonl"), "val_tasks": str(self.tasks_dir / "validation.jsonl"),
-                "env": self.env_name, "world": str(self.world_dir) if self.takes_world else None,
-                # mixed rows already carry the tools each task offers: keep them as they are
-                "tools": "all" if self.cfg.tasks.tools == "mixed" else self.cfg.tasks.tools}
+                "env": self.env_name, "world": str(self.world_dir) if self.takes_world else None, "tools": tools}
 
     def _oracle_data(self) -> Path:
         """The oracle's rollouts on the train split (RUN/sft_data/rollouts.jsonl; resumable): each task
@@ -478,7 +482,7 @@ class Pipeline:
         from officegym.train.config import SFTRunConfig
         from officegym.train.sft import train_sft
 
-        forced: dict[str, Any] = {"out_dir": str(self.out / "sft"), "data": self._train_data()}
+        forced: dict[str, Any] = {"out_dir": str(self.out / "sft"), "data": self._train_data(section=self.cfg.sft)}
         if self.cfg.tasks.demonstrated is not None:  # SFT imitates these templates only
             forced["data"]["templates"] = list(self.cfg.tasks.demonstrated)
         if self.sft_source() == "oracle":
@@ -500,7 +504,7 @@ class Pipeline:
         from officegym.train.config import GRPORunConfig
         from officegym.train.grpo import train_grpo
 
-        forced: dict[str, Any] = {"out_dir": str(out_dir), "data": self._train_data(tasks)}
+        forced: dict[str, Any] = {"out_dir": str(out_dir), "data": self._train_data(tasks, sections)}
         if self.cfg.tasks.demonstrated is not None:  # rollouts of every template, ground truth of these only
             forced["grpo"] = {"sft_mix": {"templates": list(self.cfg.tasks.demonstrated)}}
         data = merge_sections(sections, forced)
