@@ -28,7 +28,7 @@ from officegym.core.task import read_tasks
 from officegym.envs.workplace.tools import WRITE_TOOLS
 from officegym.eval.metrics import classify_failure
 from officegym.eval.stats import paired_outcomes, wilson_interval
-from officegym.eval.subsets import LABELS, changes_nothing, subset_of
+from officegym.eval.subsets import LABELS, changes_nothing, subset_of, subsets_of
 
 STAGES = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
 
@@ -54,17 +54,8 @@ def _overall(m: dict) -> dict:
     return {"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"), "n": m.get("rollouts")}
 
 
-def _subsets(task) -> set[str]:
-    """The subsets a task counts in (eval/subsets.py's names)."""
-    if task is None:
-        return set()
-    s = subset_of(task)
-    names = {s} if s else set()
-    if s in ("heldout_template", "heldout_wording"):
-        names.add("heldout")
-    if changes_nothing(task, WRITE_TOOLS):
-        names.add("do_nothing")
-    return names
+def _task_subsets(task) -> set[str]:
+    return subsets_of(task, WRITE_TOOLS) if task is not None else set()
 
 
 def main() -> int:
@@ -146,7 +137,7 @@ def main() -> int:
 
     for (_, la), (_, lb) in itertools.pairwise(stages):
         for name in ("trained", "heldout_template", "heldout_wording", "heldout", "do_nothing"):
-            kept_a, kept_b = ([r for r in rows[label] if name in _subsets(tasks.get(RolloutRow(r).task_id))]
+            kept_a, kept_b = ([r for r in rows[label] if name in _task_subsets(tasks.get(RolloutRow(r).task_id))]
                               for label in (la, lb))
             cmp = paired_outcomes(kept_a, kept_b)
             if cmp.n:

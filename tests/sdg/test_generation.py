@@ -120,6 +120,9 @@ class _Planted:
     def weight(self, _tid):
         return 1
 
+    def can_do_nothing(self, _tid):
+        return False
+
     def propose(self, tid, rng):
         from officegym.sdg.validate import Candidate
 

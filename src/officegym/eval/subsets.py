@@ -28,7 +28,22 @@ def subset_of(task: Task) -> str | None:
 
 
 def changes_nothing(task: Task, write_tools: frozenset[str] | None) -> bool:
+    """Its ground truth writes nothing: the generator's own `do_nothing` flag where the row has one,
+    else no call of `write_tools` (None: every call writes)."""
+    if isinstance(task.metadata.get("do_nothing"), bool):
+        return task.metadata["do_nothing"]
     return not any(write_tools is None or c.name in write_tools for c in task.ground_truth)
+
+
+def subsets_of(task: Task, write_tools: frozenset[str] | None) -> set[str]:
+    """The LABELS a task counts in: its subset, "heldout" for either held-out one, "do_nothing"."""
+    subset = subset_of(task)
+    names = {subset} if subset is not None else set()
+    if subset in ("heldout_template", "heldout_wording"):
+        names.add("heldout")
+    if changes_nothing(task, write_tools):
+        names.add("do_nothing")
+    return names
 
 
 def select_per_subset(tasks: list[Task], per_subset: int) -> list[Task]:
@@ -54,15 +69,8 @@ def subset_metrics(rows: list[dict[str, Any]], tasks: Iterable[Task],
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         task = by_id.get(RolloutRow(row).task_id)
-        if task is None:
-            continue
-        subset = subset_of(task)
-        if subset is not None:
-            groups[subset].append(row)
-            if subset != "trained":
-                groups["heldout"].append(row)
-        if changes_nothing(task, write_tools):
-            groups["do_nothing"].append(row)
+        for name in subsets_of(task, write_tools) if task is not None else ():
+            groups[name].append(row)
     if not any(k in groups for k in SUBSETS):
         return {}
     return {name: compute_metrics(groups[name], list(by_id.values()), write_tools)

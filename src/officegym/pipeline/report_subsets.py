@@ -4,12 +4,11 @@ and the paired tests of each model stage against the one before it on the held-o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from officegym.core.rollout_row import RolloutRow
-from officegym.eval.subsets import LABELS
+from officegym.eval.subsets import LABELS, subsets_of
 from officegym.pipeline.cells import acc_cell, pct
 
 MEASURES = (("accuracy", "accuracy [95%]"), (">= 1 write", "tasks with >= 1 write"),
@@ -45,24 +44,13 @@ def subset_rows(metrics: dict[str, dict[str, Any]]) -> list[list[str]]:
 
 def _task_subsets(out: Path) -> dict[str, set[str]]:
     """Task id -> the subsets it counts in, from the run's task files."""
+    from officegym.core.task import read_tasks
+
     found: dict[str, set[str]] = {}
     for split in ("validation", "test"):
         path = out / "tasks" / f"{split}.jsonl"
-        if not path.exists():
-            continue
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                subset = row.get("subset")
-                names = {subset} if subset in LABELS else set()
-                if subset in ("heldout_template", "heldout_wording"):
-                    names.add("heldout")
-                if row.get("do_nothing"):
-                    names.add("do_nothing")
-                found[str(row.get("id"))] = names
+        if path.exists():  # the rows say whether they change nothing (their do_nothing flag)
+            found.update((str(t.id), subsets_of(t, None)) for t in read_tasks(path))
     return found
 
 

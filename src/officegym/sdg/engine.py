@@ -35,6 +35,11 @@ class Source(Protocol):
         enough do-nothing tasks come out)."""
         ...
 
+    def can_do_nothing(self, template_id: str) -> bool:
+        """Whether the template may ask to change nothing (its "change nothing" tasks have a cap
+        of their own)."""
+        ...
+
     def propose(self, template_id: str, rng: random.Random) -> Candidate | None:
         """A candidate, or None when the world offers nothing for this draw; raises TemplateError."""
         ...
@@ -110,7 +115,7 @@ def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
                 if cap is not None and kept_per[key, kept.do_nothing] >= cap:
                     full[key].add(kept.do_nothing)
                     # a template that can ask to change nothing retires when both kinds are full
-                    kinds = {False, True} if source_template_can_do_nothing(source, tid) else {False}
+                    kinds = {False, True} if source.can_do_nothing(tid) else {False}
                     if full[key] >= kinds:
                         retired.add(key)
                         live = [j for j in live if (slots[j][0].world_id, slots[j][1]) not in retired]
@@ -118,12 +123,6 @@ def generate(sources: Sequence[Source], n: int, seed: int, patience: int = 40,
                     on_accept(kept)
     report.seconds = time.perf_counter() - start
     return report
-
-
-def source_template_can_do_nothing(source: Source, tid: str) -> bool:
-    """Whether the template may ask to change nothing (sources that do not say: by its weight)."""
-    can = getattr(source, "can_do_nothing", None)
-    return bool(can(tid)) if can is not None else source.weight(tid) > 1
 
 
 def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, report: GenerationReport,

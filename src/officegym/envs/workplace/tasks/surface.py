@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 # Frames. "any" frames wrap any sentence; "imperative" ones need a base that starts with a command
 # verb ("Cancel my first meeting tomorrow"), since they turn it into a request or a question.
@@ -104,8 +104,10 @@ class Wording:
         """A short id: the phrasing index and the features, "p1" for a base phrasing as written."""
         return ".".join([f"p{self.phrasing}", *self.features()])
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+# Other command verbs that start phrasings (a frame may wrap them; they have no synonym here).
+_COMMANDS = frozenset({"Make", "Create", "Email", "Set", "Mark", "Add", "Put", "Push", "Clear", "Rename", "Find",
+                       "Write", "Answer", "Clean", "Give", "Tell", "Hand", "Replace", "Look", "Compare"})
 
 
 def _leading_verb(text: str) -> str | None:
@@ -117,11 +119,6 @@ def _imperative(text: str) -> bool:
     """The base starts with a command verb we know (frames that make it a request need one)."""
     first = text.split(" ", 1)[0]
     return first in VERBS or first in _COMMANDS
-
-
-# Other command verbs that start phrasings (a frame may wrap them; they have no synonym here).
-_COMMANDS = frozenset({"Make", "Create", "Email", "Set", "Mark", "Add", "Put", "Push", "Clear", "Rename", "Find",
-                       "Write", "Answer", "Clean", "Give", "Tell", "Hand", "Replace", "Look", "Compare"})
 
 
 def draw(phrasing: str, index: int, r: random.Random, plain: float = 0.25) -> Wording:
