@@ -141,7 +141,9 @@ def test_statistics_equal_reward_profilers_on_random_rollouts():
             described = {k: v for k, v in mine.items() if "/" in k}
             assert described.keys() == theirs.keys()
             assert all(math.isclose(described[k], theirs[k], rel_tol=1e-12, abs_tol=1e-12) for k in theirs)
-        described = {k: v for k, v in ours["agent_metrics"].items() if "/" in k}
+        # the across-repeats summaries (NeMo Gym 0.7) are checked against its own code in
+        # test_nemo_gym_metrics_reference.py; the profiler here describes the rows
+        described = {k: v for k, v in ours["agent_metrics"].items() if "/" in k and "_across_repeats/" not in k}
         assert described.keys() == agent.keys()
         assert all(math.isclose(described[k], agent[k], rel_tol=1e-12, abs_tol=1e-12) for k in agent)
 
