@@ -25,6 +25,7 @@ LABEL_NEXT = "next"  # df.loc[len(df)] = row
 # An int object in a labels or origins list (values past CPython's small-int cache are objects).
 _INT_BYTES = 32
 _SMALL_INTS = 257
+_LIST_HEADER_BYTES = 56
 
 
 def value_bytes(value: Any) -> int:
@@ -78,7 +79,8 @@ class TableState:
         n = self._peak_rows
         lists = 2 + (self._labels is not None) + (self._origins is not None)
         ints = (self._labels is not None) + (self._origins is not None)
-        return (lists * 8 * n) * 9 // 8 + ints * _INT_BYTES * max(0, n - _SMALL_INTS) + self._new_bytes
+        # A list object's header (56 bytes) plus CPython's growth rule (n + n/8 + 6 slots).
+        return lists * (_LIST_HEADER_BYTES + 8 * (n + n // 8 + 6)) + ints * _INT_BYTES * max(0, n - _SMALL_INTS) + self._new_bytes
 
     @property
     def labels(self) -> list[int]:
