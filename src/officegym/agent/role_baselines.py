@@ -29,6 +29,7 @@ Heuristics:
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import math
@@ -40,7 +41,7 @@ from officegym.agent.loop import error_text
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
-from officegym.envs.roles import coo, cost, council, cto, cto_rule, reconcile, risk
+from officegym.envs.roles import coo, cost, council, cto, reconcile, risk
 from officegym.envs.roles.base import ESCALATE, RoleEnvironment, Scenario, ScenarioError
 from officegym.envs.roles.solvers import allocation_feasible
 
@@ -386,7 +387,17 @@ class RoleRandomPolicy:
         return ToolCall("propose_plan", {"selection": {c["component"]: rng.choice(c["options"]) for c in components}})
 
 
-RULES: dict[str, Any] = {"cto": cto_rule}
+def rule_of(role: str) -> Any | None:
+    """The fixed rule of a worded role: the module `officegym.envs.roles.<role>_rule` (READ, SOLVE,
+    ANSWERS, documents_to_read, solver_arguments, answer), or None when the role has none."""
+    if not role.isidentifier():
+        return None
+    try:
+        return importlib.import_module(f"officegym.envs.roles.{role}_rule")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"officegym.envs.roles.{role}_rule":
+            raise
+        return None
 
 
 class RulePolicy:
@@ -402,7 +413,7 @@ class RulePolicy:
     def _one(r: PolicyRequest) -> Completion:
         assert r.task is not None
         role = r.task.metadata.get("role")
-        rule = RULES.get(role) if isinstance(role, str) else None
+        rule = rule_of(role) if isinstance(role, str) else None
         if rule is None:
             return Completion(text=f"No fixed rule for role {role!r}.")
         brief = next((m.get("content") or "" for m in r.messages if m.get("role") == "user"), "")
