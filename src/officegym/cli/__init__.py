@@ -1,5 +1,5 @@
 """The `officegym` command. Each sub-command is a thin call into the layers; the commands live by job
-in generate.py, eval.py (tools, call, verify, eval, report, compare), serve.py, nemo_gym.py, council.py,
+in generate.py, eval.py (tools, call, verify, eval, report, compare), serve.py, mcp.py, nemo_gym.py, council.py,
 pipeline.py and doctor.py (doctor, envs), and what they share in common.py."""
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def _mount() -> None:
     from officegym.cli.doctor import doctor, envs
     from officegym.cli.eval import call, compare, eval_cmd, report, tools, verify
     from officegym.cli.generate import generate_app
+    from officegym.cli.mcp import mcp
     from officegym.cli.nemo_gym import nemo_gym_app
     from officegym.cli.pipeline import pipeline
     from officegym.cli.serve import serve
@@ -62,7 +63,7 @@ def _mount() -> None:
     for command in (tools, call, verify):
         app.command()(command)
     app.command("eval")(eval_cmd)
-    for command in (report, compare, serve, council, pipeline, doctor, envs):
+    for command in (report, compare, serve, mcp, council, pipeline, doctor, envs):
         app.command()(command)
 
 

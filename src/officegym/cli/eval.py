@@ -19,7 +19,6 @@ from officegym.agent.policies import preflight
 from officegym.cli.common import (
     WorldOpt,
     console,
-    default_world,
     fail,
     load_world,
     print_metrics,
@@ -35,6 +34,7 @@ from officegym.cli.ray_options import (
     RayWorkersOpt,
     ray_options,
 )
+from officegym.cli.worlds import environment_for_tasks
 from officegym.core import registry
 from officegym.core.files import jsonl_line
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
@@ -199,7 +199,7 @@ def eval_cmd(
     _check_run_folder(out)
     task_list = read_task_file(tasks)[:limit]
     cap = max_tool_output_chars or None
-    env_name, environment, mode = _environment(env, world, mode, task_list, allow_world_mismatch)
+    env_name, environment, mode = environment_for_tasks(env, world, mode, task_list, allow_world_mismatch)
     reward_fn = _reward(reward, environment.write_tools)
     options = {"base_url": base_url, "seed": seed, "environment": env_name}
     if chat_template is not None:
@@ -249,26 +249,6 @@ def eval_cmd(
     if failed:
         fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend and are not scored "
              "(rerun to retry them; causes above)")
-
-
-def _environment(env: str | None, world: Path | None, mode: str | None, tasks: list, allow_world_mismatch: bool):
-    """The environment's name, the environment and its verification mode for `tasks`: in the world
-    they were made in (cli/worlds.py), for one that takes a world. A problem ends the command."""
-    from officegym.cli.worlds import refuse_other_world, world_for, world_ids
-    from officegym.core.environment import EnvironmentSetupError
-    from officegym.eval.results import choose_environment, open_environment
-
-    try:
-        env_name = choose_environment(env, tasks)
-        ids = world_ids(tasks) if registry.takes_world(env_name) else []
-        if registry.takes_world(env_name):
-            world = world_for(world, ids, allow_world_mismatch)
-        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
-    except EnvironmentSetupError as exc:
-        fail(str(exc))
-    if ids and environment.world_path:
-        refuse_other_world(Path(environment.world_path), getattr(environment, "world", None), ids, allow_world_mismatch)
-    return env_name, environment, mode
 
 
 def _start_fleet(on_ray, policy: str, options: dict):

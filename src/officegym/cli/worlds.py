@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.cli.common import console, default_world, fail
+from officegym.core import registry
 
 MISMATCH_FLAG = "--allow-world-mismatch"
 
@@ -81,3 +82,22 @@ def checked_rows(rows: Iterable[tuple[int, Any]], path: Path, world: Any,
                 fail(f"line {lineno}: the rollout was made in world {value}, but the world at {path} is {have}: "
                      f"pass --world with the world it was made in (or {MISMATCH_FLAG} to verify it here anyway)")
         yield lineno, row
+
+
+def environment_for_tasks(env: str | None, world: Path | None, mode: str | None, tasks: list, allow_world_mismatch: bool):
+    """The environment's name, the environment and its verification mode for `tasks`: in the world
+    they were made in, for one that takes a world. A problem ends the command."""
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.eval.results import choose_environment, open_environment
+
+    try:
+        env_name = choose_environment(env, tasks)
+        ids = world_ids(tasks) if registry.takes_world(env_name) else []
+        if registry.takes_world(env_name):
+            world = world_for(world, ids, allow_world_mismatch)
+        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
+    except EnvironmentSetupError as exc:
+        fail(str(exc))
+    if ids and environment.world_path:
+        refuse_other_world(Path(environment.world_path), getattr(environment, "world", None), ids, allow_world_mismatch)
+    return env_name, environment, mode
