@@ -298,3 +298,12 @@ def test_a_role_config_finishes_in_twenty_minutes_and_the_trained_model_beats_th
           f"after GRPO {trained['mean_reward']:.3f} {trained['mean_reward_ci95']}")
     assert minutes <= 20, f"{minutes:.1f} min"
     assert trained["mean_reward"] > base["mean_reward"]
+
+
+def test_the_task_stage_also_writes_a_hugging_face_dataset_when_asked(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    out = tmp_path / "run"
+    Pipeline(_cfg(out, "unused", "stages=[world, tasks]", "tasks.hf=true")).run()
+    dd = datasets.load_from_disk(str(out / "tasks" / "hf"))
+    assert sum(len(d) for d in dd.values()) == 24
+    assert sorted(dd) == ["test", "train", "validation"]

@@ -61,6 +61,8 @@ def generate_tasks_command(
     teacher_key: Annotated[str | None, typer.Option("--teacher-key", envvar="OFFICEGYM_TEACHER_KEY", help="API key for the teacher.")] = None,
     difficulty: Annotated[str | None, typer.Option("--difficulty", help="Role environments: levels LO-HI (or one level N), integers 1-10; default 1-10.")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Write into --out even if it is not empty (files of the same name are replaced).")] = False,
+    hf: Annotated[Path | None, typer.Option("--hf", help="Also write the splits as a Hugging Face DatasetDict (save_to_disk) with the card into this folder; datasets.load_from_disk reads it.")] = None,
+    hf_push: Annotated[str | None, typer.Option("--hf-push", help="Also push the DatasetDict and its card to this Hugging Face Hub dataset repo (private; needs network and a token).")] = None,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
     ray_workers: RayWorkersOpt = 2,
@@ -80,6 +82,8 @@ def generate_tasks_command(
         fail(str(exc))
     if own_generator:
         _generate_env_tasks(env, out, n, seed, levels)
+        _export_hf(out, hf, hf_push)
+        typer.echo(str(out))
         return
     if not sdg_worlds:
         fail(f"environment {env!r} has no task generator")
@@ -116,7 +120,30 @@ def generate_tasks_command(
     rejected = ", ".join(f"{r} {c}" for r, c in ds.report.rejected.most_common()) or "none"
     console.print(f"{ds.total} tasks ({counts}) in {ds.report.seconds:.1f} s; rejected: {rejected}", markup=False)
     _say_why_splits_are_empty(ds.rows)
+    _export_hf(out, hf, hf_push)
     typer.echo(str(paths["card"].parent))
+
+
+def _export_hf(task_dir: Path, hf: Path | None, repo: str | None) -> None:
+    """The task folder as a Hugging Face DatasetDict (--hf) and on the Hub (--hf-push)."""
+    if hf is None and repo is None:
+        return
+    from officegym.sdg.hf_export import HFExportError, push_to_hub, write_hf_dataset
+
+    try:
+        if hf is not None:
+            write_hf_dataset(task_dir, hf)
+            console.print(f"Hugging Face dataset: {hf} (datasets.load_from_disk)", markup=False)
+    except (HFExportError, OSError) as exc:
+        fail(str(exc))
+    if repo is not None:
+        try:
+            push_to_hub(task_dir, repo)
+        except HFExportError as exc:
+            fail(str(exc))
+        except Exception as exc:  # the Hub client's own errors (network, token, repo name): the tasks stay written
+            fail(f"could not push to the Hugging Face Hub ({type(exc).__name__}: {exc}); the tasks are in {task_dir}")
+        console.print(f"pushed to the Hugging Face Hub: {repo}", markup=False)
 
 
 def _say_why_splits_are_empty(rows: dict[str, list], templates: bool = True) -> None:
@@ -152,4 +179,3 @@ def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tupl
     console.print(f"{task_set.total} {env} tasks in {task_set.seconds:.2f} s: "
                   + ", ".join(f"{k} {len(v)}" for k, v in task_set.rows.items()))
     _say_why_splits_are_empty(task_set.rows, templates=False)
-    typer.echo(str(out))

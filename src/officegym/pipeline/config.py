@@ -52,6 +52,8 @@ class TasksSection(_Section):
     difficulty: tuple[int, int] | None = Field(None, description="environments with their own generator (roles): the "
                                                "levels drawn, LO..HI within 1..10 (default: the generator's range)")
     fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train / validation / test shares")
+    hf: bool = Field(False, description="also write the splits as a Hugging Face DatasetDict into RUN/tasks/hf "
+                     "(datasets.load_from_disk; needs the `datasets` package)")
 
     @field_validator("difficulty")
     @classmethod

@@ -274,6 +274,13 @@ class Pipeline:
             write_dataset(ds, self.tasks_dir)
             rows = ds.rows
         self.say(f"{sum(len(v) for v in rows.values())} tasks: " + ", ".join(f"{k} {len(v)}" for k, v in rows.items()))
+        if t.hf:
+            from officegym.sdg.hf_export import HFExportError, write_hf_dataset
+
+            try:
+                self.say(f"Hugging Face dataset: {write_hf_dataset(self.tasks_dir, self.tasks_dir / 'hf')}")
+            except HFExportError as exc:
+                raise PipelineError(f"tasks: {exc}") from None
 
     def _split_tasks(self, split: str, stage: str) -> list[Any]:
         from officegym.core.task import read_tasks
