@@ -38,9 +38,11 @@ def _plan_args(name: str, answer: dict) -> dict:
     return {key: answer[key]}
 
 
-# CTO's oracle calls the solver (constraints in, the cheapest selection and its TCO out), then
-# copies its selection and TCO; estimate_tco stays the calculator of any selection.
-ORACLE_CHECKS = {**CALCULATORS, "roles/cto": ("find_architecture", "claimed_tco", "tco_12m_usd", range(1, 11))}
+# CTO's and COO's oracles call the solver (constraints in, the best plan and its figure out), then
+# copy its plan and figure; estimate_tco and estimate_value stay the calculators of any plan.
+ORACLE_CHECKS = {**CALCULATORS, "roles/cto": ("find_architecture", "claimed_tco", "tco_12m_usd", range(1, 11)),
+                 "roles/coo": ("find_staffing", "claimed_value", "net_value_usd", range(1, 11))}
+SOLVER_PLAN = {"roles/cto": ("selection",), "roles/coo": ("assignments", "unstaffed")}
 
 
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
@@ -54,7 +56,7 @@ def test_the_oracle_claims_what_the_calculator_returned_on_its_plan(envs, name):
         assert traj.reward == 1.0, (task.id, traj.verdict)
         s = env.scenario(task)
         calls = [e for turn in traj.turns for e in turn.executions]
-        if name == "roles/cto" and s.infeasible:  # the solver says why there is no selection
+        if name in SOLVER_PLAN and s.infeasible:  # the solver says why there is no plan
             assert [c.name for c in s.checks] == [calculator] and s.answer.name == "escalate"
             continue
         if s.infeasible or s.difficulty not in levels:
@@ -65,8 +67,8 @@ def test_the_oracle_claims_what_the_calculator_returned_on_its_plan(envs, name):
         check, answer = traj.turns[-3].executions, traj.turns[-2].executions
         assert [e.call.name for e in check] == [calculator] and [e.call.name for e in answer] == [s.answer.name]
         returned = json.loads(check[0].output)["output"]
-        if name == "roles/cto":
-            assert answer[0].call.arguments["selection"] == returned["selection"]
+        if name in SOLVER_PLAN:
+            assert all(answer[0].call.arguments[k] == returned[k] for k in SOLVER_PLAN[name])
         else:
             assert check[0].call.arguments == _plan_args(name, answer[0].call.arguments)
         assert answer[0].call.arguments[claim] == returned[figure]

@@ -1,18 +1,19 @@
-"""COO: staff a project portfolio to maximise value minus labour cost under the rules.
+"""COO: staff a project portfolio to maximise value minus labour cost under the staffing rules.
 
-Each project is done by one person who has its skill, or left unstaffed. Levels 1-3 are one project
-per person (an assignment problem, solved with the Hungarian algorithm); levels 4-7 add hour
-capacities, project counts, pairs that cannot share a person and must-do projects (generalised
-assignment, branch and bound); levels 8-10 add prerequisites and deadlines. The reward is
+Each project is done by one person who has its skill, or left unstaffed. The rules (hour capacities
+and project limits of people, must-do projects, pairs that cannot share a person, prerequisites and
+deadlines) are stated in prose (coo_brief.py), over the brief and documents read with
+`read_document`; the portfolio's data (skills, effort hours, values, rates, weekly hours) is served
+by list_projects and list_staff. The search is a tool: `find_staffing` takes the rules as arguments
+and returns the best allocation keeping them, so the agent's skill is to read the rules right. Every
+stated rule binds (leaving it out gives a better allocation that breaks it). The verifier is exact:
 feasibility x (0.5 [optimal] + 0.5 value / optimum); at levels 1-3 an answer that breaks rules still
-earns 0.25 x (share of rule instances kept) x value ratio, as a curriculum crutch. The claimed
-value is recomputed (0 when more than 0.5% off); the estimate_value calculator gives it for any
-assignments, and the oracle reads its claim off it, called on its allocation.
+earns 0.25 x (share of rule instances kept) x value ratio, as a curriculum crutch; 0 when the claimed
+value is more than 0.5% off. In 7.5% of scenarios no allocation keeps every rule: escalate.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -28,64 +29,54 @@ from officegym.envs.roles.base import (
     claim_matches,
     draw_scenario,
     escalation_grade,
-    infeasible_seed,
     money,
     optimality_reward,
     tool,
 )
-from officegym.envs.roles.names import company_and_product
-from officegym.envs.roles.solvers import (
-    AllocationProblem,
-    best_allocation,
-    meets_deadlines,
-    one_to_one_allocation,
+from officegym.envs.roles.coo_brief import compose
+from officegym.envs.roles.coo_model import (  # noqa: F401  (re-exported: baselines and tests use coo.*)
+    KINDS,
+    PEOPLE,
+    PROJECTS,
+    SKILLS,
+    binding,
+    draw,
+    empty,
+    optimise,
+    problem_of,
+    rules_of,
+    solver_arguments,
 )
+from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.solvers import meets_deadlines
 
 ROLE = "coo"
 SUBMIT = "submit_allocation"
-ESTIMATE = "estimate_value"  # the calculator whose figure the answer claims
-SKILLS = ("backend", "frontend", "data", "ml", "devops", "security", "design", "qa")
-PEOPLE = ("Ana", "Bo", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Mo", "Noor")
-PROJECTS = (
-    "Checkout revamp", "Fraud model", "Data warehouse", "Mobile onboarding", "SSO rollout", "Search relevance",
-    "Cost dashboard", "Design system", "Test automation", "Incident tooling", "Pricing engine", "Churn model",
-    "API gateway", "Accessibility audit", "Log pipeline", "Partner portal",
-)
-N_PROJECTS = (3, 4, 5, 5, 6, 7, 8, 8, 9, 10)
-N_STAFF = (2, 3, 3, 3, 4, 4, 5, 5, 6, 6)
-ONE_TO_ONE_UNTIL = 3
-DATED_FROM = 8
-TOOLS_FROM_LEVEL = 4
+ESTIMATE = "estimate_value"  # the calculator of any allocation's value
+SOLVE = "find_staffing"  # the solver: rules in, the best allocation keeping them out
+READ = "read_document"
+CALCULATE = "calculate"
+CRUTCH_UNTIL = 3  # levels where an allocation that breaks rules still earns a little
 
 SYSTEM = (
     "You are the COO agent of an executive decision system. You staff a portfolio of projects: each project is "
-    "done entirely by one person who has the project's skill, or it is left unstaffed. Respect every rule in the "
-    "brief, and maximise the total value of the staffed projects minus their labour cost (the person's hourly "
-    "cost x the project's effort hours). Finish with exactly one call: {submit}(assignments, unstaffed, "
-    "claimed_value), listing every project once, either in assignments (project and staff ids) or in unstaffed; "
-    "claimed_value is the allocation's value minus labour cost in dollars (it is recomputed; a wrong figure "
-    "scores 0). If no allocation can satisfy the rules, call {escalate}(reason) instead. The first answer is final."
+    "done entirely by one person who has the project's skill, or it is left unstaffed. Maximise the total value "
+    "of the staffed projects minus their labour cost (the person's hourly cost x the project's effort hours) "
+    "while keeping every staffing rule: people's hour capacities and project limits, must-do projects, projects "
+    "that cannot share a person, prerequisites (a project staffed only if another is) and deadlines. The rules "
+    "are written in the brief and in the documents it names (read_document): use the rules that were decided, "
+    "not superseded figures, rumours or figures that belong to no rule. A deadline of week w means done by the "
+    "end of week w (day 7w); a person works their projects one after another, earliest deadline first, at their "
+    "weekly hours. find_staffing(must_do, cannot_share, prerequisites, deadlines, capacity_hours, max_projects) "
+    "returns the best allocation that keeps the rules you pass; estimate_value and calculate do arithmetic. "
+    "Finish with exactly one call: {submit}(assignments, unstaffed, claimed_value), listing every project once, "
+    "either in assignments (project and staff ids) or in unstaffed; claimed_value is the allocation's value minus "
+    "labour cost in dollars (it is recomputed; a wrong figure scores 0). If no allocation can keep every rule, "
+    "call {escalate}(reason) instead. The first answer is final."
 )
 
 
-def problem_of(public: dict[str, Any]) -> AllocationProblem:
-    projects, staff = public["projects"], public["staff"]
-    pindex = {p["id"]: i for i, p in enumerate(projects)}
-    gain = [[p["value_usd"] - s["hourly_cost_usd"] * p["effort_hours"] if p["skill"] in s["skills"] else None
-             for s in staff] for p in projects]
-    exclusive = {tuple(sorted((pindex[p["id"]], pindex[q]))) for p in projects for q in p["cannot_share_staff_with"]}
-    return AllocationProblem(
-        gain=gain, hours=[p["effort_hours"] for p in projects], capacity=[s["capacity_hours"] for s in staff],
-        max_projects=[s["max_projects"] for s in staff], must=[p["must_do"] for p in projects],
-        exclusive=exclusive,  # type: ignore[arg-type]
-        requires=[pindex[p["requires"]] if p.get("requires") else None for p in projects],
-        deadline=[p.get("deadline_week") for p in projects], weekly_hours=[s["weekly_hours"] for s in staff],
-    )
-
-
-def solve(public: dict[str, Any], one_to_one: bool) -> tuple[float, tuple[int | None, ...] | None]:
-    problem = problem_of(public)
-    return one_to_one_allocation(problem) if one_to_one else best_allocation(problem)
+# -- the verifier's figures
 
 
 def estimate(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, int]:
@@ -111,7 +102,6 @@ def check(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, An
     pindex = {p["id"]: i for i, p in enumerate(public["projects"])}
     kept, broken = 0, []
     members: dict[str, list[str]] = {s: [] for s in staff}
-    value = estimate(public, assign)["net_value_usd"]
     for pid, sid in assign.items():
         p = projects[pid]
         if sid is None:
@@ -120,7 +110,7 @@ def check(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, An
         if p["skill"] in staff[sid]["skills"]:
             kept += 1
         else:
-            broken.append(f"{staff[sid]['id']} lacks the {p['skill']} skill for {pid}")
+            broken.append(f"{sid} lacks the {p['skill']} skill for {pid}")
         if p.get("requires"):
             if assign.get(p["requires"]) is not None:
                 kept += 1
@@ -141,189 +131,148 @@ def check(public: dict[str, Any], assign: dict[str, str | None]) -> dict[str, An
     for sid, pids in members.items():
         s = staff[sid]
         hours = sum(projects[p]["effort_hours"] for p in pids)
-        if hours <= s["capacity_hours"]:
-            kept += 1
-        else:
-            broken.append(f"{sid} is booked {hours} h, over the {s['capacity_hours']} h capacity")
-        if len(pids) <= s["max_projects"]:
-            kept += 1
-        else:
-            broken.append(f"{sid} has {len(pids)} projects, over the maximum of {s['max_projects']}")
+        if s.get("capacity_hours") is not None:
+            if hours <= s["capacity_hours"]:
+                kept += 1
+            else:
+                broken.append(f"{sid} is booked {hours} h, over the {s['capacity_hours']} h capacity")
+        if s.get("max_projects") is not None:
+            if len(pids) <= s["max_projects"]:
+                kept += 1
+            else:
+                broken.append(f"{sid} has {len(pids)} projects, over the maximum of {s['max_projects']}")
         if any(projects[p].get("deadline_week") is not None for p in pids):
             if meets_deadlines(problem, sindex[sid], [pindex[p] for p in pids]):
                 kept += 1
             else:
                 broken.append(f"{sid} cannot finish {', '.join(sorted(pids))} by their deadlines")
     total = kept + len(broken)
+    value = estimate(public, assign)["net_value_usd"]
     return {"value": value, "violations": broken, "satisfied_share": kept / total if total else 1.0}
 
 
-def _draw(rng: random.Random, difficulty: int, infeasible: bool) -> dict[str, Any] | None:
-    i = difficulty - 1
-    n_proj, n_staff = N_PROJECTS[i], N_STAFF[i]
-    one_to_one = difficulty <= ONE_TO_ONE_UNTIL
-    dated = difficulty >= DATED_FROM
-    r = rng.random
-    skills = rng.sample(SKILLS, min(len(SKILLS), 2 + difficulty // 2))
-    staff = []
-    for k, name in enumerate(rng.sample(PEOPLE, n_staff)):
-        own = sorted(rng.sample(skills, 1 + int(r() * min(3, len(skills)))))
-        staff.append({
-            "id": f"S{k + 1}", "name": name, "skills": own, "hourly_cost_usd": 40 + 5 * int(r() * 23),
-            "capacity_hours": 200 if one_to_one else 80 + 10 * int(r() * 17),
-            "max_projects": 1 if one_to_one else 1 + int(r() * 3),
-            "weekly_hours": 20 + 5 * int(r() * 5),
-        })
-    held = sorted({sk for s in staff for sk in s["skills"]})
-    projects = []
-    for k, name in enumerate(rng.sample(PROJECTS, n_proj)):
-        hours = 20 + 10 * int(r() * 15)
-        projects.append({
-            "id": f"P{k + 1:02d}", "name": name, "skill": rng.choice(held), "effort_hours": hours,
-            "value_usd": int(hours * (60 + 190 * r()) / 500) * 500 + 500,
-            "must_do": difficulty >= 2 and r() < 0.2, "cannot_share_staff_with": [],
-        })
-    if not one_to_one:
-        for _ in range(n_proj // 3):
-            a, b = rng.sample(projects, 2)
-            if b["id"] not in a["cannot_share_staff_with"]:
-                a["cannot_share_staff_with"].append(b["id"])
-                b["cannot_share_staff_with"].append(a["id"])
-        for p in projects:
-            p["cannot_share_staff_with"].sort()
-    if dated:
-        for k, p in enumerate(projects):
-            p["deadline_week"] = 1 + int(r() * 8) if r() < 0.5 else None
-            p["requires"] = projects[int(r() * k)]["id"] if k and r() < 0.25 else None
-    public = {"projects": projects, "staff": staff, "rules": {"one_project_per_person": one_to_one}}
-    why = ""
-    if infeasible:
-        victim = rng.choice(projects)
-        victim["must_do"] = True
-        if victim.get("requires"):
-            victim["requires"] = None
-        missing = [sk for sk in SKILLS if sk not in held]
-        rare = min(held, key=lambda sk: (sum(sk in s["skills"] for s in staff), sk))
-        able = sum(rare in s["skills"] for s in staff)
-        if (r() < 0.5 or one_to_one) and missing:
-            victim["skill"] = rng.choice(missing)
-            why = f"must-do project {victim['id']} needs the {victim['skill']} skill, which nobody has"
-        elif one_to_one:
-            if able >= n_proj:
-                return None
-            crowd = rng.sample(projects, able + 1)
-            for p in crowd:
-                p.update(skill=rare, must_do=True)
-            why = (f"{able + 1} must-do projects ({', '.join(sorted(p['id'] for p in crowd))}) need {rare}, "
-                   f"but only {able} person(s) have it and each takes one project")
-        else:
-            able = [s for s in staff if victim["skill"] in s["skills"]]
-            victim["effort_hours"] = max(s["capacity_hours"] for s in able) + 10 * (1 + int(r() * 5))
-            victim["value_usd"] = max(victim["value_usd"], victim["effort_hours"] * 100)
-            why = (f"must-do project {victim['id']} needs {victim['effort_hours']} h of {victim['skill']}, more than "
-                   f"anyone with that skill can give")
-    value, assign = solve(public, one_to_one)
-    if infeasible:
-        return None if assign is not None else {"public": public, "why": why, "optimum": None, "assign": None}
-    if assign is None or value <= 0:
-        return None
-    return {"public": public, "why": "", "optimum": value, "assign": assign}
+# -- the solver tool
 
 
-def _rules_text(public: dict[str, Any], difficulty: int) -> list[str]:
-    lines = ["Rules:", "- Each project is done entirely by one person who has its skill, or left unstaffed."]
-    if public["rules"]["one_project_per_person"]:
-        lines.append("- Each person takes at most one project (everyone has the hours for any single project).")
-    else:
-        lines.append("- A person's projects must fit their capacity hours, and they take at most their maximum "
-                     "number of projects.")
-        lines.append("- Projects marked as unable to share staff must go to different people.")
-    if any(p["must_do"] for p in public["projects"]):
-        lines.append("- Must-do projects must be staffed.")
-    if difficulty >= DATED_FROM:
-        lines.append("- A project that requires another may be staffed only if that one is staffed too.")
-        lines.append("- Deadlines: a person works on their projects one after another in deadline order (undated "
-                     "last) at their weekly hours; each dated project must be done by the end of its deadline week.")
-    return lines
+def _resolver(rows: list[dict[str, Any]], what: str):
+    """Ids or names (case and spaces forgiven) to ids; ToolRefusal naming the known ones."""
+    known = {}
+    for row in rows:
+        known[row["id"].lower()] = row["id"]
+        known[" ".join(row["name"].lower().split())] = row["id"]
+
+    def resolve(ref: Any) -> str:
+        key = " ".join(ref.lower().split()) if isinstance(ref, str) else None
+        if key not in known:
+            listing = ", ".join(f"{r['id']} {r['name']}" for r in rows)
+            raise ToolRefusal(f"unknown {what} {str(ref)[:60]!r}; {what}s: {listing}")
+        return known[key]
+
+    return resolve
 
 
-def _inline_data(public: dict[str, Any], difficulty: int) -> list[str]:
-    lines = ["Projects:"]
-    for p in public["projects"]:
-        extra = []
-        if p["must_do"]:
-            extra.append("must-do")
-        if p["cannot_share_staff_with"]:
-            extra.append("cannot share staff with " + ", ".join(p["cannot_share_staff_with"]))
-        lines.append(f"- {p['id']} {p['name']}: {p['skill']}, {p['effort_hours']} h, value {money(p['value_usd'])}"
-                     + (", " + ", ".join(extra) if extra else ""))
-    lines.append("Staff:")
-    for s in public["staff"]:
-        lines.append(f"- {s['id']} {s['name']}: {'/'.join(s['skills'])}, {money(s['hourly_cost_usd'])}/h"
-                     + ("" if public["rules"]["one_project_per_person"]
-                        else f", capacity {s['capacity_hours']} h, at most {s['max_projects']} project(s)"))
-    return lines
+def rules_from_arguments(public: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """find_staffing's arguments (schema-checked) as rules; ToolRefusal for unknown names, a rule
+    given twice with different figures, a pair of one project, two prerequisites of one project."""
+    project = _resolver(public["projects"], "project")
+    person = _resolver(public["staff"], "person")
+    req = empty()
+    req["must_do"] = {project(p) for p in args.get("must_do", ())}
+    for pair in args.get("cannot_share", ()):
+        a, b = project(pair[0]), project(pair[1])
+        if a == b:
+            raise ToolRefusal(f"cannot_share pairs two different projects; got {a} twice")
+        req["exclusive"].add(tuple(sorted((a, b))))
+    for item in args.get("prerequisites", ()):
+        p, q = project(item["project"]), project(item["requires"])
+        if p == q:
+            raise ToolRefusal(f"{p} cannot be its own prerequisite")
+        if req["prerequisite"].get(p, q) != q:
+            raise ToolRefusal(f"one prerequisite per project: {p} is given {req['prerequisite'][p]} and {q}")
+        req["prerequisite"][p] = q
+    for key, kind, resolve in (("deadlines", "deadline", project), ("capacity_hours", "capacity", person),
+                               ("max_projects", "max_projects", person)):
+        for ref, figure in args.get(key, {}).items():
+            target = resolve(ref)
+            figure = int(figure) if kind != "capacity" else figure
+            if req[kind].get(target, figure) != figure:
+                raise ToolRefusal(f"{key} gives {target} two different figures")
+            req[kind][target] = figure
+    return req
 
 
-def _brief(rng: random.Random, public: dict[str, Any], difficulty: int) -> str:
-    company, _ = company_and_product(rng)
-    lines = [f"{company} must staff its next-quarter portfolio of {len(public['projects'])} projects with "
-             f"{len(public['staff'])} people. Maximise the total value of the staffed projects minus their labour "
-             "cost (hourly cost x effort hours).", *_rules_text(public, difficulty)]
-    if difficulty < TOOLS_FROM_LEVEL:
-        lines += _inline_data(public, difficulty)
-    else:
-        lines.append("Projects, staff, skills and availability are available through the tools.")
-    return "\n".join(lines)
+def find(public: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """What find_staffing answers: the best allocation under the rules given (skills always hold),
+    with its figures, or that there is none."""
+    _value, best = optimise(public, rules_from_arguments(public, args))
+    if best is None:
+        return {"assignments": None, "result": "no allocation keeps every rule passed"}
+    ids = [p["id"] for p in public["projects"]]
+    out = {"assignments": [{"project": p, "staff": best[p]} for p in ids if best[p] is not None],
+           "unstaffed": [p for p in ids if best[p] is None]}
+    return {**out, **estimate(public, best)}
 
 
 @lru_cache(maxsize=8192)
-def generate(seed: int, difficulty: int) -> Scenario:
-    infeasible = infeasible_seed(seed)
-    drawn, rng = draw_scenario(ROLE, seed, difficulty, _draw)
-    public = drawn["public"]
-    inline = difficulty < TOOLS_FROM_LEVEL
-    lookups = () if inline else (
-        ToolCall("list_projects", {}), ToolCall("list_staff", {}), ToolCall("get_skill_matrix", {}),
-        *(ToolCall("get_availability", {"staff_id": s["id"]}) for s in public["staff"]),
-    )
-    checks: tuple[ToolCall, ...] = ()
-    if infeasible:
-        answer = ToolCall(ESCALATE, {"reason": drawn["why"]})
+def generate(seed: int, difficulty: int, subset: str = TRAINED) -> Scenario:
+    """The scenario of (seed, difficulty); `subset` picks the brief's wording pool (trained or held
+    out): the numbers, and so the answer, are the same for both."""
+    drawn, rng = draw_scenario(ROLE, seed, difficulty, draw)
+    brief, documents, features = compose(rng, drawn["public"], drawn["rules"], drawn["decoys"], difficulty, subset)
+    public = {**drawn["public"], "documents": documents}
+    lookups = tuple(ToolCall(READ, {"doc_id": d}) for d in documents)
+    solver_call = ToolCall(SOLVE, solver_arguments(public))
+    result = find(public, solver_call.arguments)
+    if drawn["infeasible"]:
+        answer = ToolCall(ESCALATE, {"reason": result["result"]})
         note = ""
     else:
-        assignments, unstaffed = [], []
-        for p, e in zip(public["projects"], drawn["assign"]):
-            if e is None:
-                unstaffed.append(p["id"])
-            else:
-                assignments.append({"project": p["id"], "staff": public["staff"][e]["id"]})
-        # the claimed value is what the calculator returns for the chosen assignments
-        checks = (ToolCall(ESTIMATE, {"assignments": assignments}),)
-        claimed = estimate(public, {a["project"]: a["staff"] for a in assignments})["net_value_usd"]
-        answer = ToolCall(SUBMIT, {"assignments": assignments, "unstaffed": unstaffed, "claimed_value": claimed})
+        # the claimed value is what the solver returned for its allocation
+        answer = ToolCall(SUBMIT, {"assignments": result["assignments"], "unstaffed": result["unstaffed"],
+                                   "claimed_value": result["net_value_usd"]})
         note = f"the best allocation is worth {money(drawn['optimum'])}"
     return Scenario(
-        role=ROLE, seed=seed, difficulty=difficulty, infeasible=infeasible, inline=inline, public=public,
-        private={"optimum": drawn["optimum"], "why_infeasible": drawn["why"], "optimum_note": note},
-        brief=_brief(rng, public, difficulty), lookups=lookups, answer=answer,
-        template=f"{ROLE}/{'inline' if inline else 'tools'}" + ("/escalate" if infeasible else ""),
-        checks=checks,
+        role=ROLE, seed=seed, difficulty=difficulty, infeasible=drawn["infeasible"], inline=not documents,
+        public=public,
+        private={"optimum": drawn["optimum"], "why_infeasible": drawn["why"], "optimum_note": note,
+                 "rules": drawn["rules"], "decoys": drawn["decoys"]},
+        brief=brief, lookups=lookups, answer=answer,
+        template=f"{ROLE}/{'inline' if not documents else 'documents'}" + ("/escalate" if drawn["infeasible"] else ""),
+        checks=(solver_call,), subset=subset, wording=tuple(features),
     )
 
 
+REF = {"type": "string", "maxLength": 100}
 ASSIGNMENTS = {"type": "array", "items": {
     "type": "object", "properties": {"project": {"type": "string"}, "staff": {"type": "string"}},
     "required": ["project", "staff"], "additionalProperties": False}}
 SPECS = (
-    tool("list_projects", "Every project: skill, effort hours, value, must-do flag, staffing restrictions, "
-         "prerequisite and deadline week where they apply."),
-    tool("list_staff", "Every person: id, name and hourly cost."),
+    tool("list_projects", "Every project: id, name, skill, effort hours and value."),
+    tool("list_staff", "Every person: id, name, skills, hourly cost and weekly hours."),
     tool("get_skill_matrix", "The skills of every person."),
-    tool("get_availability", "One person's capacity hours, maximum number of projects and weekly hours.",
-         {"staff_id": {"type": "string"}}, ["staff_id"]),
     tool(ESTIMATE, "Calculator: the value, the labour cost (hourly cost x effort hours) and the value minus labour "
          "cost of some assignments (projects left out are unstaffed).", {"assignments": ASSIGNMENTS}, ["assignments"]),
+    tool(READ, "The text of a document (e-mail, meeting notes, ticket) by its id.",
+         {"doc_id": {"type": "string"}}, ["doc_id"]),
+    tool(SOLVE, "Solver: the allocation with the highest value minus labour cost that keeps the rules passed (and "
+         "the skills), with its figures, or that there is none. Projects and people by id or name. Pass every rule "
+         "the brief states; leave out what it does not.", {
+             "must_do": {"type": "array", "items": REF, "maxItems": 50, "description": "projects that must be staffed"},
+             "cannot_share": {"type": "array", "maxItems": 50, "description": "pairs of projects that need two people",
+                              "items": {"type": "array", "items": REF, "minItems": 2, "maxItems": 2}},
+             "prerequisites": {"type": "array", "maxItems": 50,
+                               "description": "project may be staffed only if `requires` is staffed",
+                               "items": {"type": "object", "properties": {"project": REF, "requires": REF},
+                                         "required": ["project", "requires"], "additionalProperties": False}},
+             "deadlines": {"type": "object", "description": "project -> the week by whose end it must be done",
+                           "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 52}},
+             "capacity_hours": {"type": "object", "description": "person -> most hours of project work",
+                                "additionalProperties": {"type": "number", "minimum": 0, "maximum": 10000}},
+             "max_projects": {"type": "object", "description": "person -> most projects",
+                              "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 100}},
+         }),
+    tool(CALCULATE, "Arithmetic: + - * / ** and parentheses on numbers, e.g. 15 * 8.",
+         {"expression": {"type": "string", "maxLength": 500}}, ["expression"]),
     tool(SUBMIT, "Submit the final allocation. Ends the episode.", {
         "assignments": ASSIGNMENTS,
         "unstaffed": {"type": "array", "items": {"type": "string"}},
@@ -331,16 +280,6 @@ SPECS = (
     }, ["assignments", "unstaffed", "claimed_value"]),
     ESCALATE_SPEC,
 )
-
-PROJECT_FIELDS = ("id", "name", "skill", "effort_hours", "value_usd", "must_do", "cannot_share_staff_with",
-                  "requires", "deadline_week")
-
-
-def _availability(s: Scenario, a: dict[str, Any]) -> Any:
-    for person in s.public["staff"]:
-        if person["id"] == a["staff_id"]:
-            return {k: person[k] for k in ("id", "capacity_hours", "max_projects", "weekly_hours")}
-    raise ToolRefusal(f"unknown staff id {a['staff_id']!r}")
 
 
 def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
@@ -358,12 +297,28 @@ def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
     return estimate(s.public, assign)
 
 
+def _read(s: Scenario, a: dict[str, Any]) -> Any:
+    text = read_document(s.public["documents"], a["doc_id"])
+    if text is None:
+        known = ", ".join(s.public["documents"]) or "none"
+        raise ToolRefusal(f"no document {a['doc_id']!r}; documents of this brief: {known}")
+    return text
+
+
+def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
+    try:
+        return calculate(a["expression"])
+    except CalculatorError as exc:
+        raise ToolRefusal(str(exc)) from None
+
+
+PROJECT_FIELDS = ("id", "name", "skill", "effort_hours", "value_usd")
+STAFF_FIELDS = ("id", "name", "skills", "hourly_cost_usd", "weekly_hours")
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
-    ESTIMATE: _estimate,
-    "list_projects": lambda s, a: [{k: p[k] for k in PROJECT_FIELDS if k in p} for p in s.public["projects"]],
-    "list_staff": lambda s, a: [{k: p[k] for k in ("id", "name", "hourly_cost_usd")} for p in s.public["staff"]],
+    ESTIMATE: _estimate, READ: _read, SOLVE: lambda s, a: find(s.public, a), CALCULATE: _calculate,
+    "list_projects": lambda s, a: [{k: p[k] for k in PROJECT_FIELDS} for p in s.public["projects"]],
+    "list_staff": lambda s, a: [{k: p[k] for k in STAFF_FIELDS} for p in s.public["staff"]],
     "get_skill_matrix": lambda s, a: {p["id"]: p["skills"] for p in s.public["staff"]},
-    "get_availability": _availability,
 }
 
 
@@ -417,7 +372,7 @@ def grade(scenario: Scenario, answer: ToolCall) -> Grade:
         evidence.append(f"claimed value {claimed} but the allocation is worth {figures['value']}")
         return Grade(0.0, False, "hallucinated_number", components, evidence)
     if not feasible:
-        crutch = 0.25 * figures["satisfied_share"] * quality if scenario.difficulty <= ONE_TO_ONE_UNTIL else 0.0
+        crutch = 0.25 * figures["satisfied_share"] * quality if scenario.difficulty <= CRUTCH_UNTIL else 0.0
         return Grade(crutch, False, "infeasible", components, evidence)
     reward = optimality_reward(True, quality, optimal)
     return Grade(reward, optimal, "correct" if optimal else "suboptimal", components, evidence)
@@ -429,6 +384,9 @@ class COOEnvironment(RoleEnvironment):
     role = ROLE
     name = "roles/coo"
     answer_tools = (SUBMIT, ESCALATE)
+    worded = True
+    # 2: the rules in prose over documents, the solver as a tool, every rule binding
+    generator_version = 2
 
     generator = staticmethod(generate)
     specs = tuple(SPECS)
