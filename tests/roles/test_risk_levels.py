@@ -53,5 +53,5 @@ def test_a_task_of_the_previous_generator_is_refused(envs):
         env.scenario(Task.from_row(row))
     verdict = env.verify(Task.from_row(row), task.ground_truth)
     assert verdict.reward == 0.0 and "version" in verdict.details["error"]
-    # the other roles are still at version 1
-    assert envs["roles/cost"].generate_tasks(1, 3)[0].metadata["scenario"]["version"] == 1
+    # each role keeps its own version (roles/cost is at 2 since its brief became prose)
+    assert envs["roles/cost"].generate_tasks(1, 3)[0].metadata["scenario"]["version"] == 2
