@@ -38,11 +38,13 @@ def _plan_args(name: str, answer: dict) -> dict:
     return {key: answer[key]}
 
 
-# CTO's and COO's oracles call the solver (constraints in, the best plan and its figure out), then
-# copy its plan and figure; estimate_tco and estimate_value stay the calculators of any plan.
+# CTO's, COO's and Cost's oracles call the solver (constraints in, the best plan and its figure out),
+# then copy its plan and figure; estimate_tco, estimate_value and simulate_bill stay the calculators
+# of any plan.
 ORACLE_CHECKS = {**CALCULATORS, "roles/cto": ("find_architecture", "claimed_tco", "tco_12m_usd", range(1, 11)),
-                 "roles/coo": ("find_staffing", "claimed_value", "net_value_usd", range(1, 11))}
-SOLVER_PLAN = {"roles/cto": ("selection",), "roles/coo": ("assignments", "unstaffed")}
+                 "roles/coo": ("find_staffing", "claimed_value", "net_value_usd", range(1, 11)),
+                 "roles/cost": ("find_plan", "claimed_monthly_cost", "total_usd", range(1, 11))}
+SOLVER_PLAN = {"roles/cto": ("selection",), "roles/coo": ("assignments", "unstaffed"), "roles/cost": ("plan",)}
 
 
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
