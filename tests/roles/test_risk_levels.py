@@ -46,9 +46,9 @@ def test_each_rule_spells_out_the_scales_it_uses(rtype):
 def test_a_task_of_the_previous_generator_is_refused(envs):
     env = envs["roles/risk"]
     task = env.generate_tasks(1, 3, difficulty=(1, 1))[0]
-    assert task.metadata["scenario"]["version"] == 2
+    assert task.metadata["scenario"]["version"] == 3  # 3: the dossier in prose, the rule book as a tool
     row = task.to_row()
-    row["scenario"] = {**row["scenario"], "version": 1}
+    row["scenario"] = {**row["scenario"], "version": 2}
     with pytest.raises(ScenarioError, match="regenerate"):
         env.scenario(Task.from_row(row))
     verdict = env.verify(Task.from_row(row), task.ground_truth)

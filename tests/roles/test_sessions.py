@@ -39,19 +39,27 @@ def test_each_role_serves_its_lookups(envs, task_sets):
         assert session.execute(task.ground_truth[-1].name, task.ground_truth[-1].arguments).status == "rejected"
 
 
-def test_risk_restricted_artifact_and_cve_lookup(envs):
+def test_risk_restricted_document_and_advisories_to_the_rule_book(envs):
     env = envs["roles/risk"]
     task = next(t for t in env.generate_tasks(300, 8, difficulty=(5, 8)) if t.metadata["infeasible"])
     s = env.scenario(task)
     session = env.session(task)
-    assert output(session.call("read_artifact", {"name": s.public["restricted"]}))["output"]["status"] == "restricted"
+    assert "restricted" in output(session.call("read_document", {"doc_id": s.public["restricted"]}))["output"]
     open_task = next(t for t in env.generate_tasks(50, 8, difficulty=(6, 9))
                      if not t.metadata["infeasible"] and "dependencies" in env.scenario(t).public["artifacts"])
     scenario = env.scenario(open_task)
     session = env.session(open_task)
-    package = scenario.public["artifacts"]["dependencies"][0]["package"]
-    cves = output(session.call("lookup_cve", {"package": package}))["output"]
-    assert cves == [c for c in scenario.public["cve_feed"] if c["package"] == package]
+    row = scenario.public["artifacts"]["dependencies"][0]
+    item = {"area": "dependencies", "item": row["package"], **{k: row[k] for k in ("version", "license", "scope",
+                                                                                  "internet_facing")}}
+    # an advisory fixed after the pinned version is a vulnerable dependency; one fixed in it is not
+    later = {**item, "license": "MIT", "advisories": [{"fixed_in": row["version"] + ".1", "cvss": 9.1}]}
+    out = output(session.call("assess_risks", {"items": [later]}))["output"]
+    assert [e["risk_type"] for e in out["entries"]] == ["vulnerable_dependency"] and out["overall_score"] == 4 * out[
+        "entries"][0]["impact"]
+    fixed = {**later, "advisories": [{"fixed_in": row["version"], "cvss": 9.1}]}
+    out = output(session.call("assess_risks", {"items": [fixed]}))["output"]
+    assert out["entries"] == [] and "mitigated" in out["findings"][0]["finding"]
 
 
 def test_a_session_without_a_task_explains_itself(envs):

@@ -402,7 +402,8 @@ def rule_of(role: str) -> Any | None:
 
 class RulePolicy:
     """The fixed rule of a worded role (module docstring): read the documents the brief names, parse
-    brief and documents, call the solver with what was parsed, answer from its output."""
+    brief and documents, call the solver with what was parsed (or escalate, where the rule module has
+    `escalation(texts)` and it gives a reason), answer from its output."""
 
     name = "rule"
 
@@ -430,6 +431,10 @@ class RulePolicy:
         if docs and rule.READ not in names:
             return Completion(tool_calls=[ToolCall(rule.READ, {"doc_id": d}) for d in docs])
         texts = [brief] + [out for name, _, out in seen if name == rule.READ and isinstance(out, str)]
+        # optional: a rule that sees why no answer can be given escalates instead (risk: an unreadable document)
+        reason = rule.escalation(texts) if hasattr(rule, "escalation") else None
+        if reason:
+            return Completion(tool_calls=[ToolCall(ESCALATE, {"reason": reason})])
         return Completion(tool_calls=[ToolCall(rule.SOLVE, rule.solver_arguments(texts))])
 
 
