@@ -1,6 +1,6 @@
-"""COO scenarios as numbers: the portfolio (projects, people, skills, rates), the rules that bind, the
-exact solver, the verifier's figures, and what find_staffing answers. The prose layer (coo_brief.py)
-states the rules; coo.py offers the tools and grades.
+"""COO scenarios as numbers: the portfolio (projects, people, skills, rates), the rules that bind and
+the exact solver under any rules. The prose layer (coo_brief.py) states the rules; coo.py offers the
+tools (find_staffing parses its arguments into rules) and grades.
 
 A rule is an instance of one kind: ("capacity", person, hours), ("max_projects", person, n),
 ("must_do", project), ("exclusive", project, project), ("prerequisite", project, its prerequisite),
