@@ -230,7 +230,7 @@ def test_find_plan_is_the_brute_force_optimum_of_any_arguments(env):
         for _ in range(4):
             args = _random_arguments(rng, public)
             out = json.loads(env.session(t).call(cost.SOLVE, args))["output"]
-            model = cost_model.model_of(public, cost_model.normalised(args))
+            model = cost_model.model_of(public, cost.normalised(args))
             ids = [w["id"] for w in public["workloads"]]
             plans = [dict(zip(ids, combo)) for combo in itertools.product(*(w["options"] for w in public["workloads"]))]
             costs = [cost_model.bill(model, p)["exact_total"] for p in plans if not cost_model.violations(model, p)]

@@ -46,10 +46,8 @@ from officegym.envs.roles.cost_model import (  # noqa: F401  (re-exported: basel
     binds,
     find,
     items_of,
-    normalised,
     requirements_of,
     solve,
-    unknown_ids,
     violations,
 )
 from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
@@ -126,6 +124,33 @@ def simulate(public: dict[str, Any], plan: dict[str, str]) -> dict[str, Any]:
     out = bill(public, plan)
     out.pop("exact_total")
     return out
+
+
+def normalised(args: dict[str, Any]) -> dict[str, Any]:
+    """find_plan's arguments as the model reads them: provider keys in lower case, a discount rate
+    above 1 read as the percentage it states."""
+    out = dict(args)
+    if "volume_discounts" in args:
+        out["volume_discounts"] = {p.strip().lower(): {"threshold_usd": d["threshold_usd"],
+                                                       "rate": d["rate"] / 100 if d["rate"] > 1 else d["rate"]}
+                                   for p, d in args["volume_discounts"].items()}
+    if "reserved_minimums_usd" in args:
+        out["reserved_minimums_usd"] = {p.strip().lower(): m for p, m in args["reserved_minimums_usd"].items()}
+    return out
+
+
+def unknown_ids(public: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """Why normalised arguments name something this scenario lacks, or None."""
+    workloads = [w["id"] for w in public["workloads"]]
+    providers = sorted({s["provider"] for s in public["skus"].values()} - {"self-hosted"})
+    for key, known, what in (("quality_floors", workloads, "workload"), ("latency_limits_ms", workloads, "workload"),
+                             ("volume_discounts", providers, "provider with contract terms"),
+                             ("reserved_minimums_usd", providers, "provider with contract terms"),
+                             ("negotiated_prices", list(public["skus"]), "option id")):
+        for k in args.get(key, {}):
+            if k not in known:
+                return f"{key}: {k!r} is not a {what} of this brief; known: {', '.join(known) or 'none'}"
+    return None
 
 
 def _usage(s: Scenario, a: dict[str, Any]) -> Any:

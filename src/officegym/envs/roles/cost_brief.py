@@ -15,7 +15,17 @@ from typing import Any
 
 from officegym.envs.roles.cost_model import HOURS_PER_MONTH, Item
 from officegym.envs.roles.names import company_and_product
-from officegym.envs.roles.prose import DAYS, HELDOUT, PEOPLE, TRAINED, Forms, doc_id, render_document, trim, words
+from officegym.envs.roles.prose import (
+    DAYS,
+    HELDOUT,
+    PEOPLE,
+    TRAINED,
+    Forms,
+    doc_id,
+    render_document,
+    trim,
+    words,
+)
 
 KINDS = ("floor", "latency", "mean", "spot", "pipeline", "discount", "commitment", "rate")
 FORMS = {

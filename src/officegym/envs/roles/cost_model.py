@@ -220,37 +220,10 @@ def without(args: dict[str, Any], item: Item) -> dict[str, Any]:
 def binds(public: dict[str, Any], item: Item, optimum: float) -> bool:
     """Whether leaving `item` out changes the answer: the plan found without it, billed and checked
     under the true terms, breaks a requirement or costs more than the optimum."""
-    value, plan = solve(model_of(public, without(requirements_of(public), item)))
+    _value, plan = solve(model_of(public, without(requirements_of(public), item)))
     if plan is None:
         return True
     return bool(violations(public, plan)) or bill(public, plan)["exact_total"] > optimum * (1 + 1e-9) + 1e-9
-
-
-def normalised(args: dict[str, Any]) -> dict[str, Any]:
-    """find_plan's arguments as the model reads them: provider keys in lower case, a discount rate
-    above 1 read as the percentage it states."""
-    out = dict(args)
-    if "volume_discounts" in args:
-        out["volume_discounts"] = {p.strip().lower(): {"threshold_usd": d["threshold_usd"],
-                                                       "rate": d["rate"] / 100 if d["rate"] > 1 else d["rate"]}
-                                   for p, d in args["volume_discounts"].items()}
-    if "reserved_minimums_usd" in args:
-        out["reserved_minimums_usd"] = {p.strip().lower(): m for p, m in args["reserved_minimums_usd"].items()}
-    return out
-
-
-def unknown_ids(public: dict[str, Any], args: dict[str, Any]) -> str | None:
-    """Why normalised arguments name something this scenario lacks, or None."""
-    workloads = [w["id"] for w in public["workloads"]]
-    providers = sorted({s["provider"] for s in public["skus"].values()} - {"self-hosted"})
-    for key, known, what in (("quality_floors", workloads, "workload"), ("latency_limits_ms", workloads, "workload"),
-                             ("volume_discounts", providers, "provider with contract terms"),
-                             ("reserved_minimums_usd", providers, "provider with contract terms"),
-                             ("negotiated_prices", list(public["skus"]), "option id")):
-        for k in args.get(key, {}):
-            if k not in known:
-                return f"{key}: {k!r} is not a {what} of this brief; known: {', '.join(known) or 'none'}"
-    return None
 
 
 def find(public: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
@@ -384,8 +357,7 @@ def _tighten(rng: random.Random, public: dict[str, Any], witness: dict[str, str]
     """Latency limits, the mean-quality floor, the spot cap and the LLM latency budget, each set
     between what the witness plan reaches and what the optimum under the requirements so far
     reaches, where there is a gap (so that it binds); the witness keeps every one of them."""
-    bench, skus, policy = public["benchmarks"], public["skus"], public["policy"]
-    workloads = public["workloads"]
+    bench, policy, workloads = public["benchmarks"], public["policy"], public["workloads"]
 
     def optimum() -> dict[str, str] | None:
         return solve(public)[1]

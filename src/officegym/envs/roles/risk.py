@@ -38,7 +38,6 @@ from officegym.envs.roles.risk_model import (  # noqa: F401  (re-exported: basel
     DATA_CLASSES,
     FIELDS,
     LEVELS3,
-    MAX_ITEMS,
     MITIGATIONS,
     NAMES,
     REGIONS,
@@ -48,8 +47,8 @@ from officegym.envs.roles.risk_model import (  # noqa: F401  (re-exported: basel
     TYPES,
     RiskType,
     affecting,
-    assess,
     draw,
+    findings,
     projected_peak,
     projected_spend,
     rulebook,
@@ -111,6 +110,62 @@ def generate(seed: int, difficulty: int, subset: str = TRAINED) -> Scenario:
         template=f"{ROLE}/{'inline' if not documents else 'documents'}" + ("/escalate" if infeasible else ""),
         checks=checks, subset=subset, wording=tuple(features),
     )
+
+
+# The items assess_risks takes: each checked against its area's facts
+ITEM_SCHEMA = {area: {"type": "object", "required": ["area", "item", *fields],
+                      "properties": {"area": {"type": "string"}, "item": {"type": "string", "maxLength": 100},
+                                     **fields},
+                      "additionalProperties": False} for area, fields in FIELDS.items()}
+MAX_ITEMS = 200
+
+
+def item_error(item: Any, i: int) -> str | None:
+    """Why an item of assess_risks cannot be assessed (None when it can)."""
+    path = f"items[{i}]"
+    if not isinstance(item, dict) or item.get("area") not in FIELDS:
+        return f"{path} needs an area, one of {', '.join(FIELDS)}, and the area's facts"
+    error = schema_error(item, ITEM_SCHEMA[item["area"]], path)
+    if error:
+        return f"{error} ({item['area']} facts: {', '.join(FIELDS[item['area']])})"
+    versions = [item["version"], *(a["fixed_in"] for a in item["advisories"])] if item["area"] == "dependencies" else []
+    for v in versions:
+        parts = v.split(".")
+        if not 1 <= len(parts) <= 4 or not all(p.isdigit() and len(p) <= 6 for p in parts):
+            return f"{path}: {v!r} is not a version such as 2.4.1"
+    return None
+
+
+def assess(items: list[Any]) -> dict[str, Any]:
+    """What assess_risks answers: the register the rule book gives for the items' facts (each risk with
+    likelihood, impact, score = L x I and an acceptable mitigation), the overall score, and one finding
+    per item. ValueError names the first item that cannot be assessed."""
+    if len(items) > MAX_ITEMS:
+        raise ValueError(f"at most {MAX_ITEMS} items per call")
+    seen: set[tuple[str, str]] = set()
+    entries, notes = [], []
+    for i, item in enumerate(items):
+        error = item_error(item, i)
+        if error:
+            raise ValueError(error)
+        area, name = item["area"], item["item"]
+        if (area, name) in seen:
+            raise ValueError(f"items[{i}]: {name!r} is listed twice under {area}; give each item once, as last decided")
+        seen.add((area, name))
+        row = {ARTIFACTS[area][1]: name, **{k: item[k] for k in FIELDS[area]}}
+        found = findings(area, row)
+        for f in found:
+            entries.append({"risk_type": f["risk_type"], "artifact": area, "item": name, "likelihood": f["likelihood"],
+                            "impact": f["impact"], "score": f["likelihood"] * f["impact"], "mitigation": f["acceptable"][0]})
+        looks = [t.name for t in TYPES if t.artifact == area and t.looks_risky(row, None)]
+        if found:
+            text = "; ".join(f"{f['risk_type']} (L{f['likelihood']} x I{f['impact']})" for f in found)
+        elif looks:
+            text = f"no risk: looks like {', '.join(looks)} but the rule's condition is not met (mitigated)"
+        else:
+            text = "no risk"
+        notes.append({"area": area, "item": name, "finding": text})
+    return {"entries": entries, "overall_score": max((e["score"] for e in entries), default=0), "findings": notes}
 
 
 def scored(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:

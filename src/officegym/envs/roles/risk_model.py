@@ -1,7 +1,7 @@
-"""Risk scenarios as facts: the areas of a dossier and the facts of their items, the rule book, the
-rows the generator plants (risks, decoys that look risky but are mitigated, clean ones), and the
-rule-book solver `assess` that assess_risks answers with. The prose layer (risk_brief.py) states the
-facts; risk.py offers the tools and grades.
+"""Risk scenarios as facts: the areas of a dossier and the facts of their items (what assess_risks
+takes), the rule book and its findings on a row, and the rows the generator plants (risks, decoys that
+look risky but are mitigated, clean ones). The prose layer (risk_brief.py) states the facts; risk.py
+offers the tools (assess_risks applies the rule book to facts passed in) and grades.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from officegym.envs.roles.schema import schema_error
 
 TIERS = {"internal": 1, "customer": 2, "revenue": 3}
 LEVELS3 = {"low": 1, "medium": 2, "high": 3}
@@ -100,11 +98,6 @@ FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "incidents": {"occurrences_90d": _int(0, 10**4), "fix_status": _enum(("open", "deployed")),
                   "severity": _enum(SEVERITY)},
 }
-ITEM_SCHEMA = {area: {"type": "object", "required": ["area", "item", *fields],
-                      "properties": {"area": {"type": "string"}, "item": {"type": "string", "maxLength": 100},
-                                     **fields},
-                      "additionalProperties": False} for area, fields in FIELDS.items()}
-MAX_ITEMS = 200
 
 
 def version_tuple(v: str) -> tuple[int, ...]:
@@ -268,54 +261,6 @@ def facts_of(area: str, row: dict[str, Any]) -> dict[str, Any]:
 def solver_arguments(public: dict[str, Any]) -> dict[str, Any]:
     """The arguments of the ground truth's assess_risks call: every item of the dossier with its facts."""
     return {"items": [facts_of(a, row) for a, rows in public["artifacts"].items() for row in rows]}
-
-
-def item_error(item: Any, i: int) -> str | None:
-    """Why an item of assess_risks cannot be assessed (None when it can)."""
-    path = f"items[{i}]"
-    if not isinstance(item, dict) or item.get("area") not in FIELDS:
-        return f"{path} needs an area, one of {', '.join(FIELDS)}, and the area's facts"
-    error = schema_error(item, ITEM_SCHEMA[item["area"]], path)
-    if error:
-        return f"{error} ({item['area']} facts: {', '.join(FIELDS[item['area']])})"
-    versions = [item["version"], *(a["fixed_in"] for a in item["advisories"])] if item["area"] == "dependencies" else []
-    for v in versions:
-        parts = v.split(".")
-        if not 1 <= len(parts) <= 4 or not all(p.isdigit() and len(p) <= 6 for p in parts):
-            return f"{path}: {v!r} is not a version such as 2.4.1"
-    return None
-
-
-def assess(items: list[Any]) -> dict[str, Any]:
-    """What assess_risks answers: the register the rule book gives for the items' facts (each risk with
-    likelihood, impact, score = L x I and an acceptable mitigation), the overall score, and one finding
-    per item. ValueError names the first item that cannot be assessed."""
-    if len(items) > MAX_ITEMS:
-        raise ValueError(f"at most {MAX_ITEMS} items per call")
-    seen: set[tuple[str, str]] = set()
-    entries, notes = [], []
-    for i, item in enumerate(items):
-        error = item_error(item, i)
-        if error:
-            raise ValueError(error)
-        area, name = item["area"], item["item"]
-        if (area, name) in seen:
-            raise ValueError(f"items[{i}]: {name!r} is listed twice under {area}; give each item once, as last decided")
-        seen.add((area, name))
-        row = {ARTIFACTS[area][1]: name, **{k: item[k] for k in FIELDS[area]}}
-        found = findings(area, row)
-        for f in found:
-            entries.append({"risk_type": f["risk_type"], "artifact": area, "item": name, "likelihood": f["likelihood"],
-                            "impact": f["impact"], "score": f["likelihood"] * f["impact"], "mitigation": f["acceptable"][0]})
-        looks = [t.name for t in TYPES if t.artifact == area and t.looks_risky(row, None)]
-        if found:
-            text = "; ".join(f"{f['risk_type']} (L{f['likelihood']} x I{f['impact']})" for f in found)
-        elif looks:
-            text = f"no risk: looks like {', '.join(looks)} but the rule's condition is not met (mitigated)"
-        else:
-            text = "no risk"
-        notes.append({"area": area, "item": name, "finding": text})
-    return {"entries": entries, "overall_score": max((e["score"] for e in entries), default=0), "findings": notes}
 
 
 # --- rows: risky, decoy (looks risky, is mitigated) and clean, per area
