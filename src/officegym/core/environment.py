@@ -63,6 +63,17 @@ class BaseEnvironment:
         """The world used when none is given (environments that take one)."""
         return None
 
+    @property
+    def world_id(self) -> str | None:
+        """The `world_id` that task rows made in this environment's world carry (None: no world)."""
+        return None
+
+    @classmethod
+    def world_named(cls, world_id: str) -> Path | None:
+        """The folder of the world task rows name by `world_id` when it can be made again (built
+        into the cache on first use), else None."""
+        return None
+
     def generate_tasks(self, n: int, seed: int, **options: Any) -> list[Task]:
         raise EnvironmentSetupError(f"{self.name} has no task generator of its own")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from officegym.core.environment import BaseEnvironment, EnvironmentSetupError
@@ -94,6 +95,15 @@ def make(name: str, *, world: Any = None, mode: str | None = None) -> Environmen
     if not isinstance(env, BaseEnvironment):
         raise EnvironmentSetupError(f"{canonical}: {type(env).__name__} must derive officegym.core.environment.BaseEnvironment")
     return env
+
+
+def world_named(name: str, world_id: str) -> Path | None:
+    """The folder of the world `world_id` of the environment registered as `name`, when that
+    environment can make it again (BaseEnvironment.world_named), else None."""
+    made = factory(canonical_name(name))
+    if isinstance(made, type) and issubclass(made, BaseEnvironment):
+        return made.world_named(world_id)
+    return None
 
 
 def takes_world(name: str) -> bool:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from officegym.core.types import ToolCall, ToolSpec
+from officegym.envs.workplace.generate.default import world_id_of
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.specs import TOOL_SPECS
 from officegym.envs.workplace.state import outcome_row
@@ -88,19 +88,6 @@ class WorkplaceSandbox:
         def run(name: str, arguments: dict[str, Any]):
             return WorkplaceSession(self.world).execute(name, arguments).value
         return run
-
-
-def world_id_of(path: str | Path, world: World) -> str:
-    """"seed7-reference" for a generated world (from world.json), else the folder's name."""
-    meta = Path(path) / "world.json"
-    if meta.is_file():
-        try:
-            info = json.loads(meta.read_text())
-            if "seed" in info and "size" in info:
-                return f"seed{info['seed']}-{info['size']}"
-        except (OSError, ValueError):
-            pass
-    return Path(path).resolve().name or "world"
 
 
 class WorkplaceSource:

@@ -44,6 +44,19 @@ class WorkplaceEnvironment(BaseEnvironment):
 
         return default_world()
 
+    @property
+    def world_id(self) -> str | None:
+        from officegym.envs.workplace.generate.default import world_id_of
+
+        return world_id_of(self.world_path) if self.world_path else None
+
+    @classmethod
+    def world_named(cls, world_id: str) -> Path | None:
+        from officegym.envs.workplace.generate.default import generated_world, parse_generated_id
+
+        made = parse_generated_id(world_id)
+        return None if made is None else generated_world(*made)
+
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
             cached = self._specs.get(id(task.tools))

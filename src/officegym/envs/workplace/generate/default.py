@@ -5,14 +5,29 @@ and trainer that is given no world uses that one folder."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from officegym.core.cache import cache_root
 
-# A world's id when it was generated with its seed's defaults: sdg's world_id_of writes it from world.json.
+# A world's id when it was generated with its seed's defaults: world_id_of reads it from world.json.
 _GENERATED_ID = re.compile(r"seed(-?\d+)-([a-z]+)")
+
+
+def world_id_of(path: str | Path, world: object = None) -> str:
+    """The id task rows made in the world at `path` carry: "seed7-reference" for a generated world
+    (from its world.json), else the folder's name."""
+    meta = Path(path) / "world.json"
+    if meta.is_file():
+        try:
+            info = json.loads(meta.read_text())
+            if "seed" in info and "size" in info:
+                return generated_world_id(info["seed"], info["size"])
+        except (OSError, ValueError):
+            pass
+    return Path(path).resolve().name or "world"
 
 
 def generated_world_id(seed: int, size: str) -> str:
