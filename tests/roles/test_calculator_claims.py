@@ -18,14 +18,14 @@ import pytest
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.scripted import OraclePolicy
 from officegym.core.types import ToolCall
-from officegym.envs.roles import risk
+from officegym.envs.roles import reconcile, risk
 
 # role -> (calculator, the answer's figure, the calculator's figure, levels that offer the calculator)
 CALCULATORS = {
     "roles/cto": ("estimate_tco", "claimed_tco", "tco_12m_usd", range(1, 11)),
     "roles/coo": ("estimate_value", "claimed_value", "net_value_usd", range(1, 11)),
     "roles/cost": ("simulate_bill", "claimed_monthly_cost", "total_usd", range(1, 11)),
-    "roles/reconcile": ("evaluate_plan", "claimed_score", "score", range(1, 4)),
+    "roles/reconcile": ("evaluate_plan", "claimed_score", "score", range(1, 11)),
     "roles/risk": ("score_register", "overall_score", "overall_score", range(1, 11)),
 }
 
@@ -38,16 +38,18 @@ def _plan_args(name: str, answer: dict) -> dict:
     return {key: answer[key]}
 
 
-# CTO's, COO's and Cost's oracles call the solver (constraints in, the best plan and its figure out),
-# then copy its plan and figure; estimate_tco, estimate_value and simulate_bill stay the calculators
-# of any plan.
+# CTO's, COO's, Cost's and ReconcileGPT's oracles call the solver (constraints in, the best plan and its
+# figure out), then copy its plan and figure; estimate_tco, estimate_value, simulate_bill and
+# evaluate_plan (given the memos) stay the calculators of any plan.
 ORACLE_CHECKS = {**CALCULATORS, "roles/cto": ("find_architecture", "claimed_tco", "tco_12m_usd", range(1, 11)),
                  "roles/coo": ("find_staffing", "claimed_value", "net_value_usd", range(1, 11)),
                  "roles/cost": ("find_plan", "claimed_monthly_cost", "total_usd", range(1, 11)),
+                 "roles/reconcile": ("find_agreement", "claimed_score", "score", range(1, 11)),
                  # Risk's oracle calls the rule book (the items' facts in, the scored register out) and copies
                  # its register; score_register stays the calculator of any register
                  "roles/risk": ("assess_risks", "overall_score", "overall_score", range(1, 11))}
-SOLVER_PLAN = {"roles/cto": ("selection",), "roles/coo": ("assignments", "unstaffed"), "roles/cost": ("plan",)}
+SOLVER_PLAN = {"roles/cto": ("selection",), "roles/coo": ("assignments", "unstaffed"), "roles/cost": ("plan",),
+               "roles/reconcile": ("plan_id", "conflicts", "binding_vetoes")}
 
 
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
@@ -112,7 +114,8 @@ def test_the_calculator_agrees_with_the_verifier_on_any_plan(envs, name):
             else:
                 answer = {"plan_id": rng.choice(public["plans"])["id"], "conflicts": [], "binding_vetoes": []}
             session = env.session(task)
-            result = session.execute(calculator, _plan_args(name, answer))
+            memos = reconcile.arguments_of(public) if name == "roles/reconcile" else {}  # its calculator takes them
+            result = session.execute(calculator, {**_plan_args(name, answer), **memos})
             assert result.ok, result.value
             submit = env.answer_tools[0]
             right = env.verify(task, [ToolCall(submit, {**answer, claim: result.value[figure]})])
@@ -180,7 +183,8 @@ def test_the_reconcile_calculator_answers_when_no_plan_can_be_scored(envs):
             continue
         session = env.session(task)
         for plan in env.scenario(task).public["plans"]:
-            result = session.execute("evaluate_plan", {"plan_id": plan["id"]})
+            memos = reconcile.arguments_of(env.scenario(task).public)  # the calculator takes the memos
+            result = session.execute("evaluate_plan", {"plan_id": plan["id"], **memos})
             assert result.ok, result.value
             if result.value["score"] is None:
                 assert "no plan is acceptable" in result.value["note"]

@@ -107,10 +107,13 @@ def test_inline_levels_put_the_data_in_the_brief_and_need_no_lookup(envs):
         assert envs[name].scenario(high).lookups
 
 
-def test_reconcile_leaks_utilities_only_at_low_levels(envs):
+def test_reconcile_calculator_takes_the_memos_and_no_tool_serves_them(envs):
     env = envs["roles/reconcile"]
-    assert "evaluate_plan" in env.generate_tasks(1, 1, difficulty=(2, 2))[0].tool_names
-    assert "evaluate_plan" not in env.generate_tasks(1, 1, difficulty=(6, 6))[0].tool_names
+    for level in (2, 6):  # evaluate_plan needs the memos as arguments, so it leaks nothing at any level
+        names = env.generate_tasks(1, 1, difficulty=(level, level))[0].tool_names
+        assert "evaluate_plan" in names and "get_memo" not in names
+    spec = next(s for s in env.tool_specs(6) if s.name == "evaluate_plan")
+    assert {"rule", "stakeholders"} <= set(spec.parameters["required"])
 
 
 def test_task_from_a_foreign_row_is_refused_cleanly(envs):
