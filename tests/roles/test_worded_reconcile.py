@@ -191,6 +191,56 @@ def test_the_fixed_rule_fails_the_same_scenarios_written_in_held_out_forms(env, 
     assert sum(rewards) / len(rewards) <= 0.5
 
 
+def _read(sentence: str) -> dict:
+    """The fixed rule's reading of one sentence about Legal (the council: Legal and Cost)."""
+    args = reconcile_rule.solver_arguments(["The Legal and Cost agents of Acme disagree.", sentence])
+    return {"rule": args["rule"], **args["stakeholders"][0]}
+
+
+@pytest.mark.parametrize("pool", [TRAINED, HELDOUT])
+def test_the_fixed_rule_reads_every_trained_form_and_no_held_out_one(pool):
+    forms = {k: (f.heldout if pool == HELDOUT else f.trained) for k, f in reconcile_brief.FORMS.items()}
+    right = pool == TRAINED
+    vendor = [{"field": "vendor", "equals": "vendor-b"}]
+    for form in forms["weight"]:
+        assert (_read(form.format(s="the Legal agent", a="compliance", v="four"))["weights"] == {"compliance": 4}) == right
+    for form in forms["status_quo"]:
+        assert (_read(form.format(s="Legal", v="37"))["status_quo"] == 37) == right, form
+    for form in forms["bargaining"]:
+        assert (_read(form.format(s="the Legal seat", v="2")).get("bargaining_weight") == 2) == right, form
+    for form in forms["veto_vendor"]:
+        assert (_read(form.format(s="Legal", x="vendor-b")).get("vetoes") == vendor) == right, form
+    for kind, what, value, veto in (("veto_min", "compliance score", "five", {"field": "compliance", "below": 5}),
+                                    ("veto_min", "timeline", "12 weeks", {"field": "timeline_weeks", "below": 12}),
+                                    ("veto_max", "budget", "$450k", {"field": "budget_k_usd", "above": 450}),
+                                    ("veto_max", "budget", "$450,000", {"field": "budget_k_usd", "above": 450})):
+        for form in forms[kind]:
+            assert (_read(form.format(s="Legal", what=what, v=value)).get("vetoes") == [veto]) == right, form
+    # soft preferences and hearsay: the rule ignores the trained ones and believes the held-out ones
+    for form in forms["soft"]:
+        assert (_read(form.format(s="Legal", cond="plans with vendor-b")).get("vetoes") is None) == right, form
+    for form in forms["hearsay"]:
+        claim = "the Legal agent will veto plans with vendor-b"
+        assert (_read(form.format(claim=claim)).get("vetoes") is None) == right, form
+    for rule in ("maxmin", "nash"):  # (a utilitarian form it cannot read leaves its default, utilitarian)
+        for form in forms[f"rule_{rule}"]:
+            assert (_read(form)["rule"] == rule) == right, form
+    for form in reconcile_brief.FORMS["rule_utilitarian"].trained:
+        assert _read(form)["rule"] == "utilitarian"
+    # held-out styles in trained forms: other units and other names of the scores
+    trained = reconcile_brief.FORMS
+    held = {"timeline": "84 days", "budget": "$0.45 million"}
+    for what, value in held.items():
+        kind = "veto_min" if what == "timeline" else "veto_max"
+        for form in trained[kind].trained:
+            read = _read(form.format(s="Legal", what=what, v=value)).get("vetoes")
+            assert read != [{"field": "timeline_weeks", "below": 12}] and read != [{"field": "budget_k_usd", "above": 450}]
+    for attr, (_, names) in reconcile_brief.ATTRIBUTE_NAMES.items():
+        for name in names:
+            for form in trained["weight"].trained:
+                assert _read(form.format(s="Legal", a=name, v="3"))["weights"] != {attr: 3}, (form, name)
+
+
 def test_the_rule_policy_plays_through_the_loop_from_the_conversation_alone(env, tasks):
     sample = [t for t in tasks if t.metadata["subset"] == TRAINED][:12]
     trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in sample], make_policy("rule", environment="roles/reconcile"),
