@@ -390,9 +390,9 @@ def compose(rng: random.Random, drawn: dict[str, Any], difficulty: int, subset: 
         f"The {council} agents of {company} disagree about the delivery plan for the {product}.",
         "The candidate plans, with their levers and their five scores from 0 to 10 (delivery speed, cost savings, "
         "risk reduction, scope coverage, compliance), are in list_plans.",
-        "Each stakeholder's memo sets out its weights, its status quo utility and any vetoes"
-        + (", and its bargaining weight" if difficulty >= BARGAINING_FROM else "")
-        + ". A weight that is not stated is zero; a bargaining weight that is not stated is 1.",
+        "Each stakeholder's memo sets out its weights, its status quo utility"
+        + (", its bargaining weight" if difficulty >= BARGAINING_FROM else "")
+        + " and any vetoes. A weight that is not stated is zero; a bargaining weight that is not stated is 1.",
         "Choose the acceptable plan that scores best under the governance rule, and report its score, the "
         "conflicting pairs and the binding vetoes; if no plan is acceptable, escalate.",
     ]
