@@ -219,6 +219,9 @@ def test_bad_task_settings_name_the_key():
         build_config(PipelineConfig, {}, ["tasks.fractions=[0.5, 0.5, 0.5]"])
 
 
+PROSE_ROLES = ("cto", "coo", "cost", "risk")
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_the_role_configs_load_and_their_sections_build(tmp_path, role):
     from officegym.core import registry
@@ -228,16 +231,15 @@ def test_the_role_configs_load_and_their_sections_build(tmp_path, role):
     pipe = Pipeline(cfg)
     pipe.check_setup()
     assert cfg.env == f"roles/{role}" and not registry.takes_world(cfg.env) and pipe.sft_source() == "oracle"
-    # the CTO's brief is prose (version 2): its strongest fixed rule parses the brief; the others' greedy
-    expected = {"rule", "oracle"} if role == "cto" else {"greedy", "oracle"}
+    # a brief in prose (CTO, COO, Cost, Risk): the strongest fixed rule parses it; the others' greedy
+    expected = {"rule", "oracle"} if role in PROSE_ROLES else {"greedy", "oracle"}
     assert expected <= set(pipe.baseline_specs()) and cfg.eval.backend == "vllm"
     sft = build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     grpo = build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
     assert sft.lora.enabled and grpo.lora.enabled and grpo.backend == "vllm" and grpo.grpo.reward == "outcome"
-    # episodes as long as the evaluation's: the calculator on the chosen plan (where the role has one),
-    # then the answer that copies its figure
-    # (the CTO reads its documents first: three turns)
-    assert grpo.rollout.max_steps == cfg.eval.max_steps == (3 if role == "cto" else 2)
+    # episodes as long as the evaluation's: a brief in prose takes three turns (the documents, the
+    # solver, the answer that copies its result); the others the calculator, then the answer
+    assert grpo.rollout.max_steps == cfg.eval.max_steps == (3 if role in PROSE_ROLES else 2)
     assert grpo.rollout.max_new_tokens_per_turn == cfg.eval.max_new_tokens
 
 
