@@ -44,6 +44,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -51,6 +52,7 @@ from fastapi.responses import Response
 
 from officegym.core.protocols import Environment
 from officegym.core.rollout_row import response_output
+from officegym.server.capture import DEFAULT_CAPTURE_WAIT_S
 from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
@@ -120,12 +122,16 @@ def create_app(
     policy_options: dict[str, Any] | None = None,
     sweep_interval_s: float = 30.0,
     clock: Callable[[], float] = time.monotonic,
+    model_call_capture_dir: str | Path | None = None,
+    capture_wait_s: float = DEFAULT_CAPTURE_WAIT_S,
 ) -> FastAPI:
     """A FastAPI app serving `env` with NeMo Gym's resources-server protocol (see the module doc).
 
     `cookie_name`/`secret_key` default to the reference's (both
     "WorkbenchResourcesServer___workplace_assistant" for the workplace environment); pass a real
     secret when the port is reachable by anyone who should not forge session cookies.
+    `model_call_capture_dir`: NeMo Gym's, when its observability is on; /verify then waits up to
+    `capture_wait_s` for the verified model call to be captured (capture.py).
     """
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
@@ -157,6 +163,7 @@ def create_app(
         secret_key=secret_key or cookie, mode=mode, evidence=evidence, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, policy_options=policy_options,
         sweep_interval_s=sweep_interval_s,
+        capture_dir=Path(model_call_capture_dir) if model_call_capture_dir else None, capture_wait_s=capture_wait_s,
     )
     state = ServerState(env, config, SessionStore(max_sessions, idle_ttl_s, clock, when_full="refuse",
                                                         evict_idle_s=evict_idle_s, max_bytes=max_store_bytes))

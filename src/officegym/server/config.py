@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from officegym.server.protocol import REFERENCE_COOKIE
@@ -53,3 +54,5 @@ class ServerConfig:
     model_api: str = "chat"  # /run: "chat" (Chat Completions) or "responses" (Responses API)
     policy_options: dict[str, Any] | None = None  # /run: OpenAIPolicy options (timeout, max_retries, ...)
     sweep_interval_s: float = 30.0
+    capture_dir: Path | None = None  # NeMo Gym's model_call_capture_dir: /verify waits for the call's record
+    capture_wait_s: float = 2.0

@@ -10,15 +10,16 @@ from typing import Any
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from officegym.server.capture import ROLLOUT_ID
 from officegym.server.protocol import BODY_TOO_LARGE, SESSION_ID_KEY, dumps
 
 # NeMo Gym's agent (observability on) posts to /ng-rollout/<rollout id>/<route>; its servers strip
 # the prefix before routing. The id takes the characters NeMo Gym allows in a rollout id.
-ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[A-Za-z0-9][A-Za-z0-9._-]*(?P<rest>/.*)$")
+ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/(?P<id>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<rest>/.*)$")
 
 
 class RolloutPrefixMiddleware:
-    """Serves /ng-rollout/<id>/<route> as /<route>, as NeMo Gym's resources servers do."""
+    """Serves /ng-rollout/<id>/<route> as /<route>, as NeMo Gym's resources servers do (<id> kept in the scope)."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -27,7 +28,7 @@ class RolloutPrefixMiddleware:
         match = ROLLOUT_PREFIX.match(scope.get("path", "")) if scope["type"] == "http" else None
         if match is not None:
             path = match.group("rest")
-            scope = {**scope, "path": path, "raw_path": path.encode()}
+            scope = {**scope, "path": path, "raw_path": path.encode(), ROLLOUT_ID: match.group("id")}
         await self.app(scope, receive, send)
 
 

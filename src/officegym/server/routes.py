@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from officegym.core.protocols import Environment
 from officegym.server.agent import SimpleAgent
+from officegym.server.capture import ROLLOUT_ID, CaptureBarrier
 from officegym.server.config import ServerConfig
 from officegym.server.limits import Seeded, WriteLimits, weigh
 from officegym.server.metrics import aggregate_metrics
@@ -74,6 +75,7 @@ class ServerState:
         self._evictions_logged = 0
         self._logged_at: dict[str, float] = {}
         declared = getattr(env, "write_tools", None)
+        self.capture = CaptureBarrier(config.capture_dir, config.capture_wait_s) if config.capture_dir else None
         self.limits = WriteLimits(config.max_session_writes, config.max_session_write_bytes,
                                   frozenset(declared) if declared else None, config.max_session_bytes)
 
@@ -102,6 +104,7 @@ class ServerState:
             "requests": dict(self.counts),
             "write_tools": sorted(getattr(self.env, "write_tools", ()) or ()),
             "cookie": self.config.cookie_name,
+            "model_call_capture": self.capture.stats() if self.capture else None,
         })
 
     async def tools(self, request: Request) -> Response:
@@ -250,6 +253,8 @@ class ServerState:
             self.counts["verify_too_large"] += 1
             return json_response(oversized_answer(request.scope[BODY_TOO_LARGE]))
         row = await read_object(request)
+        if self.capture is not None and isinstance(row.get("response"), dict):
+            await self.capture.wait(request.scope.get(ROLLOUT_ID), row["response"].get("id"))
         big = len(await request.body()) >= PARSE_OFF_LOOP_BYTES
         task, calls = await run_in_threadpool(task_and_calls, row) if big else task_and_calls(row)
         mode = resolve_mode(self.env, self.config.mode, request.query_params.get("mode"))

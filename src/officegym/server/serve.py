@@ -16,6 +16,7 @@ import ipaddress
 import sys
 from typing import Any
 
+from officegym.server.capture import capture_dir_from_environ
 from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
@@ -113,8 +114,12 @@ def run_server(
     evidence: bool = True,
     log_level: str = "warning",
     access_log: bool = False,
+    model_call_capture_dir: str | None = None,
 ) -> None:
-    """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting."""
+    """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting.
+
+    `model_call_capture_dir` defaults to NeMo Gym's when its launcher started this process with
+    observability on (capture.py)."""
     import uvicorn
     from uvicorn.config import LOG_LEVELS
 
@@ -128,6 +133,7 @@ def run_server(
         max_session_bytes=max_session_bytes, max_store_bytes=max_store_bytes,
         max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
+        model_call_capture_dir=model_call_capture_dir or capture_dir_from_environ(),
     )
     # Keep-alive longer than clients keep idle connections (EnvClient: 2 s), so that a request
     # never races the server closing its connection.
@@ -160,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="predicted calls one /verify replays (more: scored 0)")
     p.add_argument("--secret", default=None, help="cookie signing secret (default: the reference's)")
     p.add_argument("--log-level", default="warning")
+    p.add_argument("--model-call-capture-dir", default=None,
+                   help="NeMo Gym's model_call_capture_dir (observability on): /verify waits for the call's record")
     a = p.parse_args(argv)
     from officegym.core.environment import EnvironmentSetupError
     from officegym.core.registry import takes_world
@@ -178,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                    max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,
                    max_session_bytes=a.max_session_bytes or None, max_store_bytes=a.max_store_bytes or None,
                    max_verify_calls=a.max_verify_calls, secret_key=a.secret,
-                   log_level=a.log_level)
+                   log_level=a.log_level, model_call_capture_dir=a.model_call_capture_dir)
     except ServeError as exc:
         p.error(str(exc))
     return 0
