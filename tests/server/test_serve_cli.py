@@ -66,3 +66,8 @@ def test_serve_passes_the_servers_own_limits_and_the_new_ones(tmp_path, monkeypa
     result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir), "--max-session-writes", "5",
                                       "--max-verify-calls", "9"])
     assert (seen["max_session_writes"], seen["max_verify_calls"]) == (5, 9)
+    assert seen["model_call_capture_dir"] is None  # NeMo Gym's, from its launcher, when it starts the server
+    result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir), "--model-call-capture-dir",
+                                      str(tmp_path / "captures")])
+    assert result.exit_code == 0, result.output
+    assert seen["model_call_capture_dir"] == str(tmp_path / "captures")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,6 +32,7 @@ def serve(
     model_api: Annotated[str, typer.Option("--model-api", help="POST /run talks chat (Chat Completions) or responses (Responses API).")] = "chat",
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=100, help="Model turns per POST /run episode.")] = 6,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level: critical, error, warning, info or debug.")] = "warning",
+    model_call_capture_dir: Annotated[Path | None, typer.Option("--model-call-capture-dir", help="NeMo Gym's model_call_capture_dir (observability on): /verify waits until the verified model call is captured (default: NeMo Gym's, when its launcher started this process).")] = None,
 ) -> None:
     """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
     try:
@@ -62,6 +64,7 @@ def serve(
                    max_session_write_bytes=max_session_write_bytes, max_session_bytes=max_session_bytes or None,
                    max_store_bytes=max_store_bytes or None, max_verify_calls=max_verify_calls,
                    secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
-                   model=model, model_api=model_api, log_level=log_level)
+                   model=model, model_api=model_api, log_level=log_level,
+                   model_call_capture_dir=str(model_call_capture_dir) if model_call_capture_dir else None)
     except ServeError as exc:
         fail(str(exc))
