@@ -78,8 +78,9 @@ def trl_side(args: argparse.Namespace, use_vllm: bool = False) -> list[dict[str,
     from officegym.agent.formats import parse_text_tool_calls, render_chatml
     from officegym.core.task import read_tasks
     from officegym.envs.workplace.env import WorkplaceEnvironment
+    from officegym.train.data import restrict_tools
 
-    tasks = read_tasks(args.tasks)
+    tasks = [restrict_tools(t) for t in read_tasks(args.tasks)]  # the domain tools, as officegym's data.tools=domain
     env = WorkplaceEnvironment(str(args.world))
     rows = [{"prompt": render_chatml(t.input, env.tools(t), True), "task_index": i} for i, t in enumerate(tasks)]
 
@@ -147,6 +148,8 @@ class SideFailed(RuntimeError):
 def _run_side(side: str, argv: list[str]) -> list[dict[str, float]]:
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(args_threads(argv))}
     proc = subprocess.run([sys.executable, __file__, *argv, "--side", side], capture_output=True, text=True, env=env)
+    if proc.returncode < 0:  # killed: on a box without swap, SIGKILL is the kernel's out-of-memory killer
+        raise SideFailed(f"killed by signal {-proc.returncode}" + (" (out of memory)" if proc.returncode == -9 else ""))
     if proc.returncode != 0:
         raise SideFailed(_last_error(proc.stderr))
     return json.loads(proc.stdout.strip().splitlines()[-1])
