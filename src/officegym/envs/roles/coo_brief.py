@@ -15,7 +15,7 @@ from typing import Any
 
 from officegym.envs.roles.coo_model import DAY_HOURS, KINDS, MAX_WEEK, PEOPLE
 from officegym.envs.roles.names import company_and_product
-from officegym.envs.roles.prose import DAYS, HELDOUT, TRAINED, Forms, doc_id, render_document, words
+from officegym.envs.roles.prose import HELDOUT, TRAINED, Forms, document_ids, spread, words, write_documents
 from officegym.envs.roles.prose import PEOPLE as AUTHORS
 
 FORMS = {
@@ -291,22 +291,9 @@ def compose(rng: random.Random, public: dict[str, Any], rules: list[tuple], deco
     said = statements(rng, public, rules, decoys, subset, difficulty, features)
     company, _ = company_and_product(rng)
     kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
-    ids: list[str] = []
-    for k in kinds_of_docs:
-        i = doc_id(rng, k)
-        while i in ids:
-            i = doc_id(rng, k)
-        ids.append(i)
-    # every document holds at least one rule; the brief keeps the rest (when there is a rest)
-    buckets: list[list[str]] = [[] for _ in range(len(ids) + 1)]
-    for j, sentence in enumerate(s for s, r in said if r):
-        buckets[1 + j if j < len(ids) else rng.randrange(len(ids) + 1)].append(sentence)
-    for sentence in (s for s, r in said if not r):
-        buckets[rng.randrange(len(ids) + 1)].append(sentence)
-    documents = {}
-    for k, i, lines in zip(kinds_of_docs, ids, buckets[1:]):
-        documents[i] = render_document(k, i, rng.sample(WRITERS, 3), rng.choice(TITLES[k]), lines, rng.choice(DAYS))
-        features.append(f"document:{k}")
+    ids = document_ids(rng, kinds_of_docs)
+    buckets = spread(rng, said, len(ids))  # every document holds at least one rule
+    documents = write_documents(rng, kinds_of_docs, ids, buckets, WRITERS, TITLES, features)
     projects, staff = public["projects"], public["staff"]
     intro = [
         f"{company} must staff next quarter's portfolio of {len(projects)} projects with {len(staff)} people. Each "

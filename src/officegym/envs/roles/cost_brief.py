@@ -16,15 +16,15 @@ from typing import Any
 from officegym.envs.roles.cost_model import HOURS_PER_MONTH, Item
 from officegym.envs.roles.names import company_and_product
 from officegym.envs.roles.prose import (
-    DAYS,
     HELDOUT,
     PEOPLE,
     TRAINED,
     Forms,
-    doc_id,
-    render_document,
+    document_ids,
+    spread,
     trim,
     words,
+    write_documents,
 )
 
 KINDS = ("floor", "latency", "mean", "spot", "pipeline", "discount", "commitment", "rate")
@@ -382,24 +382,9 @@ def compose(rng: random.Random, public: dict[str, Any], items: list[Item], diffi
     company, _ = company_and_product(rng)
     ids_w = [w["id"] for w in public["workloads"]]
     kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
-    ids: list[str] = []
-    for k in kinds_of_docs:
-        i = doc_id(rng, k)
-        while i in ids:
-            i = doc_id(rng, k)
-        ids.append(i)
-    # every document holds at least one statement; the brief keeps the rest (when there is a rest)
-    buckets: list[list[str]] = [[] for _ in range(len(ids) + 1)]
-    required = [s for s, r in said if r]
-    for j, sentence in enumerate(required):
-        slot = 1 + j if j < len(ids) else rng.randrange(len(ids) + 1)
-        buckets[slot].append(sentence)
-    for sentence in (s for s, r in said if not r):
-        buckets[rng.randrange(len(ids) + 1)].append(sentence)
-    documents = {}
-    for k, i, lines in zip(kinds_of_docs, ids, buckets[1:]):
-        documents[i] = render_document(k, i, rng.sample(PEOPLE, 3), rng.choice(TITLES[k]), lines, rng.choice(DAYS))
-        features.append(f"document:{k}")
+    ids = document_ids(rng, kinds_of_docs)
+    buckets = spread(rng, said, len(ids))  # every document holds at least one statement
+    documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, features)
     intro = (f"{company}'s cloud and AI bill is under review. Choose one option for each of these {len(ids_w)} "
              f"workloads: {', '.join(ids_w)}, at the lowest monthly bill that meets every requirement.")
     parts = [intro, *buckets[0]]

@@ -13,6 +13,7 @@ import hashlib
 import math
 import operator
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,38 @@ PEOPLE = ("Ana Ruiz", "Ben Okafor", "Chloe Martin", "Dev Patel", "Elif Kaya", "F
           "Hugo Blanc", "Ines Duarte", "Jonas Berg", "Kira Sato", "Liam Walsh", "Maya Cohen", "Noor Haddad")
 DAYS = ("Monday 3 March", "Tuesday 4 March", "Wednesday 5 March", "Thursday 6 March", "Friday 7 March",
         "Monday 10 March", "Tuesday 11 March")
+
+
+def document_ids(rng: random.Random, kinds: Sequence[str]) -> list[str]:
+    """One distinct id per document kind drawn."""
+    ids: list[str] = []
+    for k in kinds:
+        i = doc_id(rng, k)
+        while i in ids:
+            i = doc_id(rng, k)
+        ids.append(i)
+    return ids
+
+
+def spread(rng: random.Random, said: Sequence[tuple[str, bool]], n_documents: int) -> list[list[str]]:
+    """The sentences by place: [0] the brief, [1..n] the documents. Each document holds at least one
+    statement that counts (flag True) while there are enough; the rest, and every distractor, go anywhere."""
+    places: list[list[str]] = [[] for _ in range(n_documents + 1)]
+    for j, sentence in enumerate(s for s, counts in said if counts):
+        places[1 + j if j < n_documents else rng.randrange(n_documents + 1)].append(sentence)
+    for sentence in (s for s, counts in said if not counts):
+        places[rng.randrange(n_documents + 1)].append(sentence)
+    return places
+
+
+def write_documents(rng: random.Random, kinds: Sequence[str], ids: Sequence[str], places: Sequence[list[str]],
+                    people: Sequence[str], titles: dict[str, Sequence[str]], features: list[str]) -> dict[str, str]:
+    """Each document's text by id, from its sentences (`places[1:]`), three of `people`, a title and a day."""
+    documents = {}
+    for k, i, lines in zip(kinds, ids, places[1:]):
+        documents[i] = render_document(k, i, rng.sample(list(people), 3), rng.choice(titles[k]), lines, rng.choice(DAYS))
+        features.append(f"document:{k}")
+    return documents
 
 
 def read_document(documents: dict[str, str], doc: Any) -> str | None:

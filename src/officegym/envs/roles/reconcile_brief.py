@@ -16,15 +16,15 @@ from typing import Any
 
 from officegym.envs.roles.names import company_and_product
 from officegym.envs.roles.prose import (
-    DAYS,
     HELDOUT,
     PEOPLE,
     TRAINED,
     Forms,
-    doc_id,
-    render_document,
+    document_ids,
+    spread,
     trim,
     words,
+    write_documents,
 )
 from officegym.envs.roles.reconcile_model import ATTRIBUTES, BARGAINING_FROM
 
@@ -368,22 +368,9 @@ def compose(rng: random.Random, drawn: dict[str, Any], difficulty: int, subset: 
     said = statements(rng, drawn, subset, difficulty, features)
     company, product = company_and_product(rng)
     kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
-    ids: list[str] = []
-    for k in kinds_of_docs:
-        i = doc_id(rng, k)
-        while i in ids:
-            i = doc_id(rng, k)
-        ids.append(i)
-    # every document holds at least one statement; the brief keeps the rest (when there is a rest)
-    buckets: list[list[str]] = [[] for _ in range(len(ids) + 1)]
-    for j, sentence in enumerate(s for s, real in said if real):
-        buckets[1 + j if j < len(ids) else rng.randrange(len(ids) + 1)].append(sentence)
-    for sentence in (s for s, real in said if not real):
-        buckets[rng.randrange(len(ids) + 1)].append(sentence)
-    documents = {}
-    for k, i, lines in zip(kinds_of_docs, ids, buckets[1:]):
-        documents[i] = render_document(k, i, rng.sample(PEOPLE, 3), rng.choice(TITLES[k]), lines, rng.choice(DAYS))
-        features.append(f"document:{k}")
+    ids = document_ids(rng, kinds_of_docs)
+    buckets = spread(rng, said, len(ids))  # every document holds at least one statement
+    documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, features)
     names = public["stakeholders"]
     council = ", ".join(names[:-1]) + f" and {names[-1]}"
     intro = [

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from officegym.envs.roles.names import COMPANIES
-from officegym.envs.roles.prose import DAYS, HELDOUT, PEOPLE, TRAINED, Forms, doc_id, render_document
+from officegym.envs.roles.prose import HELDOUT, PEOPLE, TRAINED, Forms, document_ids, spread, write_documents
 from officegym.envs.roles.risk_model import ARTIFACTS, FIELDS, REGIONS
 from officegym.envs.roles.risk_phrases import MONEY, PHRASES, Say
 
@@ -350,26 +350,12 @@ def compose(rng: random.Random, public: dict[str, Any], kinds: dict[tuple[str, s
     """(brief, documents by id, features, the restricted document's id or None)."""
     # the documents first: their ids (and the escalation naming one) are the same in both wordings
     kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
-    ids: list[str] = []
-    for k in [*kinds_of_docs, *(["memo"] if restricted else [])]:
-        i = doc_id(rng, k)
-        while i in ids:
-            i = doc_id(rng, k)
-        ids.append(i)
+    ids = document_ids(rng, [*kinds_of_docs, *(["memo"] if restricted else [])])
     w = Writer(rng, subset)
     said = statements(w, public, kinds, difficulty)
     n_open = len(kinds_of_docs)
-    # every open document holds at least one fact; the brief keeps the rest (when there is a rest)
-    buckets: list[list[str]] = [[] for _ in range(n_open + 1)]
-    facts = [s for s, fact in said if fact]
-    for j, sentence in enumerate(facts):
-        buckets[1 + j if j < n_open else rng.randrange(n_open + 1)].append(sentence)
-    for sentence in (s for s, fact in said if not fact):
-        buckets[rng.randrange(n_open + 1)].append(sentence)
-    documents = {}
-    for k, i, lines in zip(kinds_of_docs, ids, buckets[1:]):
-        documents[i] = render_document(k, i, rng.sample(PEOPLE, 3), rng.choice(TITLES[k]), lines, rng.choice(DAYS))
-        w.features.append(f"document:{k}")
+    buckets = spread(rng, said, n_open)  # every open document holds at least one fact
+    documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, w.features)
     locked = None
     if restricted:
         locked = ids[-1]
