@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
-from officegym.envs.roles.prose import SUBSETS, TRAINED, subset_of_id
+from officegym.envs.roles.prose import (
+    SUBSETS,
+    TRAINED,
+    CalculatorError,
+    calculate,
+    read_document,
+    subset_of_id,
+)
 from officegym.envs.roles.schema import schema_error
 
 GENERATOR_VERSION = 1
@@ -43,6 +50,23 @@ class ScenarioError(ValueError):
 
 class ToolRefusal(Exception):
     """A read tool's own refusal (unknown id, ...): the model sees the message."""
+
+
+def read_tool(s: Scenario, a: dict[str, Any], of: str = "brief") -> str:
+    """What read_document answers: the document's text, or a refusal naming the ones there are."""
+    text = read_document(s.public["documents"], a["doc_id"])
+    if text is None:
+        known = ", ".join(s.public["documents"]) or "none"
+        raise ToolRefusal(f"no document {str(a['doc_id'])[:60]!r}; documents of this {of}: {known}")
+    return text
+
+
+def calculate_tool(s: Scenario, a: dict[str, Any]) -> Any:
+    """What calculate answers: the expression's value, or the calculator's refusal."""
+    try:
+        return calculate(a["expression"])
+    except CalculatorError as exc:
+        raise ToolRefusal(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,13 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    calculate_tool,
     claim_matches,
     draw_scenario,
     escalation_grade,
     money,
     optimality_reward,
+    read_tool,
     tool,
 )
 from officegym.envs.roles.coo_brief import compose
@@ -47,7 +49,7 @@ from officegym.envs.roles.coo_model import (  # noqa: F401  (re-exported: baseli
     rules_of,
     solver_arguments,
 )
-from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.prose import TRAINED
 from officegym.envs.roles.solvers import meets_deadlines
 
 ROLE = "coo"
@@ -297,25 +299,10 @@ def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
     return estimate(s.public, assign)
 
 
-def _read(s: Scenario, a: dict[str, Any]) -> Any:
-    text = read_document(s.public["documents"], a["doc_id"])
-    if text is None:
-        known = ", ".join(s.public["documents"]) or "none"
-        raise ToolRefusal(f"no document {a['doc_id']!r}; documents of this brief: {known}")
-    return text
-
-
-def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
-    try:
-        return calculate(a["expression"])
-    except CalculatorError as exc:
-        raise ToolRefusal(str(exc)) from None
-
-
 PROJECT_FIELDS = ("id", "name", "skill", "effort_hours", "value_usd")
 STAFF_FIELDS = ("id", "name", "skills", "hourly_cost_usd", "weekly_hours")
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
-    ESTIMATE: _estimate, READ: _read, SOLVE: lambda s, a: find(s.public, a), CALCULATE: _calculate,
+    ESTIMATE: _estimate, READ: read_tool, SOLVE: lambda s, a: find(s.public, a), CALCULATE: calculate_tool,
     "list_projects": lambda s, a: [{k: p[k] for k in PROJECT_FIELDS} for p in s.public["projects"]],
     "list_staff": lambda s, a: [{k: p[k] for k in STAFF_FIELDS} for p in s.public["staff"]],
     "get_skill_matrix": lambda s, a: {p["id"]: p["skills"] for p in s.public["staff"]},

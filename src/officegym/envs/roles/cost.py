@@ -28,10 +28,12 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    calculate_tool,
     claim_matches,
     draw_scenario,
     escalation_grade,
     optimality_reward,
+    read_tool,
     tool,
 )
 from officegym.envs.roles.cost_brief import compose
@@ -50,7 +52,7 @@ from officegym.envs.roles.cost_model import (  # noqa: F401  (re-exported: basel
     solve,
     violations,
 )
-from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.prose import TRAINED
 
 ROLE = "cost"
 SUBMIT = "submit_plan"
@@ -179,14 +181,6 @@ def _simulate(s: Scenario, a: dict[str, Any]) -> Any:
     return simulate(s.public, plan)
 
 
-def _read(s: Scenario, a: dict[str, Any]) -> Any:
-    text = read_document(s.public["documents"], a["doc_id"])
-    if text is None:
-        known = ", ".join(s.public["documents"]) or "none"
-        raise ToolRefusal(f"no document {a['doc_id']!r}; documents of this brief: {known}")
-    return text
-
-
 def _find(s: Scenario, a: dict[str, Any]) -> Any:
     args = normalised(a)
     problem = unknown_ids(s.public, args)
@@ -195,16 +189,9 @@ def _find(s: Scenario, a: dict[str, Any]) -> Any:
     return find(s.public, args)
 
 
-def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
-    try:
-        return calculate(a["expression"])
-    except CalculatorError as exc:
-        raise ToolRefusal(str(exc)) from None
-
-
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "get_usage_report": _usage, "get_price_list": _prices, "get_quality_benchmarks": lambda s, a: s.public["benchmarks"],
-    SIMULATE: _simulate, READ: _read, SOLVE: _find, CALCULATE: _calculate,
+    SIMULATE: _simulate, READ: read_tool, SOLVE: _find, CALCULATE: calculate_tool,
 }
 PLAN = {"type": "object", "description": "workload id -> option id", "additionalProperties": {"type": "string"}}
 MONEY = {"type": "number", "minimum": 0, "maximum": 1e9}

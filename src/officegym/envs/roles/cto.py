@@ -24,11 +24,13 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    calculate_tool,
     claim_matches,
     draw_scenario,
     escalation_grade,
     money,
     optimality_reward,
+    read_tool,
     tool,
 )
 from officegym.envs.roles.cto_brief import compose
@@ -48,7 +50,7 @@ from officegym.envs.roles.cto_model import (  # noqa: F401  (re-exported: baseli
     solver_arguments,
     tco,
 )
-from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.prose import TRAINED
 
 ROLE = "cto"
 SUBMIT = "submit_architecture"
@@ -170,31 +172,16 @@ def _estimate(s: Scenario, a: dict[str, Any]) -> Any:
     return estimate(s.public, a["selection"])
 
 
-def _read(s: Scenario, a: dict[str, Any]) -> Any:
-    text = read_document(s.public["documents"], a["doc_id"])
-    if text is None:
-        known = ", ".join(s.public["documents"]) or "none"
-        raise ToolRefusal(f"no document {a['doc_id']!r}; documents of this brief: {known}")
-    return text
-
-
 def _find(s: Scenario, a: dict[str, Any]) -> Any:
     if "availability_slo" in a and a["availability_slo"] <= 0:
         raise ToolRefusal("availability_slo must be above 0 (a fraction such as 0.999, or a percentage)")
     return find(s.public, a)
 
 
-def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
-    try:
-        return calculate(a["expression"])
-    except CalculatorError as exc:
-        raise ToolRefusal(str(exc)) from None
-
-
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "list_components": _list_components, "list_options": _list_options,
     "get_option": lambda s, a: _option(s, a["option_id"]), "check_compatibility": _check, ESTIMATE: _estimate,
-    READ: _read, SOLVE: _find, CALCULATE: _calculate,
+    READ: read_tool, SOLVE: _find, CALCULATE: calculate_tool,
 }
 
 

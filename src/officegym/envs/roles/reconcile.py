@@ -27,12 +27,14 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    calculate_tool,
     claim_matches,
     draw_scenario,
     escalation_grade,
+    read_tool,
     tool,
 )
-from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.prose import TRAINED
 from officegym.envs.roles.reconcile_brief import compose
 from officegym.envs.roles.reconcile_model import (  # noqa: F401  (re-exported: baselines and tests use reconcile.*)
     ATTRIBUTES,
@@ -210,26 +212,11 @@ def _evaluate(s: Scenario, a: dict[str, Any]) -> Any:
     return evaluate(_public_of(s, a), s.public["plans"].index(plan))
 
 
-def _read(s: Scenario, a: dict[str, Any]) -> Any:
-    text = read_document(s.public["documents"], a["doc_id"])
-    if text is None:
-        known = ", ".join(s.public["documents"]) or "none"
-        raise ToolRefusal(f"no document {a['doc_id'][:60]!r}; documents of this brief: {known}")
-    return text
-
-
-def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
-    try:
-        return calculate(a["expression"])
-    except CalculatorError as exc:
-        raise ToolRefusal(str(exc)) from None
-
-
 PLAN_FIELDS = ("id", "vendor", "timeline_weeks", "budget_k_usd", "scope", "scores")
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "list_plans": lambda s, a: [{k: p[k] for k in PLAN_FIELDS} for p in s.public["plans"]],
     "get_plan": lambda s, a: {k: _plan(s, a["plan_id"])[k] for k in PLAN_FIELDS},
-    READ: _read, SOLVE: lambda s, a: find(s.public, a), EVALUATE: _evaluate, CALCULATE: _calculate,
+    READ: read_tool, SOLVE: lambda s, a: find(s.public, a), EVALUATE: _evaluate, CALCULATE: calculate_tool,
 }
 VETO = {"type": "object", "properties": {
     "field": {"type": "string", "maxLength": 40, "description": "vendor, timeline_weeks, budget_k_usd or a score"},

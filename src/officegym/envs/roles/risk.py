@@ -27,11 +27,13 @@ from officegym.envs.roles.base import (
     RoleEnvironment,
     Scenario,
     ToolRefusal,
+    calculate_tool,
     draw_scenario,
     escalation_grade,
+    read_tool,
     tool,
 )
-from officegym.envs.roles.prose import TRAINED, CalculatorError, calculate, read_document
+from officegym.envs.roles.prose import TRAINED
 from officegym.envs.roles.risk_brief import compose
 from officegym.envs.roles.risk_model import (  # noqa: F401  (re-exported: baselines and tests use risk.*)
     ARTIFACTS,
@@ -239,14 +241,6 @@ def _score(s: Scenario, a: dict[str, Any]) -> Any:
     return scored(a["entries"])
 
 
-def _read(s: Scenario, a: dict[str, Any]) -> Any:
-    text = read_document(s.public["documents"], a["doc_id"])
-    if text is None:
-        known = ", ".join(s.public["documents"]) or "none"
-        raise ToolRefusal(f"no document {a['doc_id']!r}; documents of this dossier: {known}")
-    return text
-
-
 def _assess(s: Scenario, a: dict[str, Any]) -> Any:
     try:
         return assess(a["items"])
@@ -254,15 +248,8 @@ def _assess(s: Scenario, a: dict[str, Any]) -> Any:
         raise ToolRefusal(str(exc)) from None
 
 
-def _calculate(s: Scenario, a: dict[str, Any]) -> Any:
-    try:
-        return calculate(a["expression"])
-    except CalculatorError as exc:
-        raise ToolRefusal(str(exc)) from None
-
-
 READERS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
-    READ: _read, SOLVE: _assess, SCORE: _score, CALCULATE: _calculate,
+    READ: lambda s, a: read_tool(s, a, "dossier"), SOLVE: _assess, SCORE: _score, CALCULATE: calculate_tool,
 }
 
 
