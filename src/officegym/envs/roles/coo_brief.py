@@ -15,7 +15,16 @@ from typing import Any
 
 from officegym.envs.roles.coo_model import DAY_HOURS, KINDS, MAX_WEEK, PEOPLE
 from officegym.envs.roles.names import company_and_product
-from officegym.envs.roles.prose import HELDOUT, TRAINED, Forms, document_ids, spread, words, write_documents
+from officegym.envs.roles.prose import (
+    HELDOUT,
+    TRAINED,
+    Forms,
+    document_ids,
+    document_kinds,
+    spread,
+    words,
+    write_documents,
+)
 from officegym.envs.roles.prose import PEOPLE as AUTHORS
 
 FORMS = {
@@ -275,8 +284,6 @@ def statements(rng: random.Random, public: dict[str, Any], rules: list[tuple], d
     return out
 
 
-N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief
-DOC_KINDS = ("email", "notes", "ticket")
 TITLES = {"email": ("Re: staffing for next quarter", "Who can do what", "Constraints from the delivery leads"),
           "notes": ("Portfolio review", "Resourcing sync", "Delivery steering committee"),
           "ticket": ("Q3 staffing constraints", "Portfolio: resourcing rules", "Staffing plan inputs")}
@@ -290,7 +297,7 @@ def compose(rng: random.Random, public: dict[str, Any], rules: list[tuple], deco
     features: list[str] = []
     said = statements(rng, public, rules, decoys, subset, difficulty, features)
     company, _ = company_and_product(rng)
-    kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+    kinds_of_docs = document_kinds(rng, difficulty)
     ids = document_ids(rng, kinds_of_docs)
     buckets = spread(rng, said, len(ids))  # every document holds at least one rule
     documents = write_documents(rng, kinds_of_docs, ids, buckets, WRITERS, TITLES, features)

@@ -21,6 +21,7 @@ from officegym.envs.roles.prose import (
     TRAINED,
     Forms,
     document_ids,
+    document_kinds,
     spread,
     trim,
     words,
@@ -367,8 +368,6 @@ def statements(rng: random.Random, public: dict[str, Any], items: list[Item], su
     return out
 
 
-N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief
-DOC_KINDS = ("email", "notes", "ticket")
 TITLES = {"email": ("Re: cloud and AI spend", "Contract terms and limits", "Numbers for the cost review"),
           "notes": ("FinOps review", "Cost steering meeting", "Platform and AI budget sync"),
           "ticket": ("Spend constraints", "FinOps: limits for the new plan", "Cost plan requirements")}
@@ -381,7 +380,7 @@ def compose(rng: random.Random, public: dict[str, Any], items: list[Item], diffi
     said = statements(rng, public, items, subset, difficulty, features)
     company, _ = company_and_product(rng)
     ids_w = [w["id"] for w in public["workloads"]]
-    kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+    kinds_of_docs = document_kinds(rng, difficulty)
     ids = document_ids(rng, kinds_of_docs)
     buckets = spread(rng, said, len(ids))  # every document holds at least one statement
     documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, features)

@@ -18,6 +18,7 @@ from officegym.envs.roles.prose import (
     TRAINED,
     Forms,
     document_ids,
+    document_kinds,
     spread,
     trim,
     words,
@@ -237,8 +238,6 @@ def statements(rng: random.Random, req: dict[str, Any], kinds: list[str], subset
     return out
 
 
-N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief
-DOC_KINDS = ("email", "notes", "ticket")
 TITLES = {"email": ("Re: platform requirements", "Numbers for the re-platforming", "Constraints from finance and ops"),
           "notes": ("Architecture review", "Re-platforming sync", "Steering committee"),
           "ticket": ("Platform constraints", "Re-platform: non-functional requirements", "NFRs for the new stack")}
@@ -251,7 +250,7 @@ def compose(rng: random.Random, public: dict[str, Any], kinds: list[str], diffic
     said = statements(rng, public["requirements"], kinds, subset, difficulty, features)
     company, product = company_and_product(rng)
     comps = [c["component"] for c in public["components"]]
-    kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+    kinds_of_docs = document_kinds(rng, difficulty)
     ids = document_ids(rng, kinds_of_docs)
     buckets = spread(rng, said, len(ids))  # every document holds at least one requirement
     documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, features)

@@ -107,6 +107,15 @@ DAYS = ("Monday 3 March", "Tuesday 4 March", "Wednesday 5 March", "Thursday 6 Ma
         "Monday 10 March", "Tuesday 11 March")
 
 
+N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief
+DOC_KINDS = ("email", "notes", "ticket")
+
+
+def document_kinds(rng: random.Random, difficulty: int) -> list[str]:
+    """The kinds of the documents a brief of this level spreads its statements over."""
+    return rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+
+
 def document_ids(rng: random.Random, kinds: Sequence[str]) -> list[str]:
     """One distinct id per document kind drawn."""
     ids: list[str] = []

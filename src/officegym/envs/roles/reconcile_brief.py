@@ -21,6 +21,7 @@ from officegym.envs.roles.prose import (
     TRAINED,
     Forms,
     document_ids,
+    document_kinds,
     spread,
     trim,
     words,
@@ -353,8 +354,6 @@ def statements(rng: random.Random, drawn: dict[str, Any], subset: str, difficult
     return out
 
 
-N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief
-DOC_KINDS = ("email", "notes", "ticket")
 TITLES = {"email": ("Re: where each seat stands", "Positions before the vote", "Memos for the delivery decision"),
           "notes": ("Council pre-read", "Stakeholder alignment", "Delivery steering committee"),
           "ticket": ("Delivery plan: stakeholder positions", "Council decision inputs", "Plan selection memos")}
@@ -367,7 +366,7 @@ def compose(rng: random.Random, drawn: dict[str, Any], difficulty: int, subset: 
     public = drawn["public"]
     said = statements(rng, drawn, subset, difficulty, features)
     company, product = company_and_product(rng)
-    kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+    kinds_of_docs = document_kinds(rng, difficulty)
     ids = document_ids(rng, kinds_of_docs)
     buckets = spread(rng, said, len(ids))  # every document holds at least one statement
     documents = write_documents(rng, kinds_of_docs, ids, buckets, PEOPLE, TITLES, features)

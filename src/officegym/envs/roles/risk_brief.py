@@ -14,7 +14,16 @@ import random
 from typing import Any
 
 from officegym.envs.roles.names import COMPANIES
-from officegym.envs.roles.prose import HELDOUT, PEOPLE, TRAINED, Forms, document_ids, spread, write_documents
+from officegym.envs.roles.prose import (
+    HELDOUT,
+    PEOPLE,
+    TRAINED,
+    Forms,
+    document_ids,
+    document_kinds,
+    spread,
+    write_documents,
+)
 from officegym.envs.roles.risk_model import ARTIFACTS, FIELDS, REGIONS
 from officegym.envs.roles.risk_phrases import MONEY, PHRASES, Say
 
@@ -225,8 +234,6 @@ NOISE = (  # figures that belong to no fact of the rule book
 )
 ASIDES = ("The committee prefers a short register, but every risk the rule book defines must be on it.",
           "Please stick to the mitigation codes of the rule book.", "Coffee is on the fourth floor this week.")
-N_DOCUMENTS = (0, 1, 1, 1, 2, 2, 2, 3, 3, 3)  # per level: documents beside the brief (plus a restricted one)
-DOC_KINDS = ("email", "notes", "ticket")
 TITLES = {"email": ("Re: dossier for the steering committee", "Facts for the risk register", "Risk review inputs"),
           "notes": ("Risk review", "Steering committee prep", "Weekly ops sync"),
           "ticket": ("Risk register inputs", "Audit findings", "Ops facts for the register")}
@@ -349,7 +356,7 @@ def compose(rng: random.Random, public: dict[str, Any], kinds: dict[tuple[str, s
             subset: str, restricted: bool) -> tuple[str, dict[str, str], list[str], str | None]:
     """(brief, documents by id, features, the restricted document's id or None)."""
     # the documents first: their ids (and the escalation naming one) are the same in both wordings
-    kinds_of_docs = rng.sample(DOC_KINDS, N_DOCUMENTS[difficulty - 1])
+    kinds_of_docs = document_kinds(rng, difficulty)
     ids = document_ids(rng, [*kinds_of_docs, *(["memo"] if restricted else [])])
     w = Writer(rng, subset)
     said = statements(w, public, kinds, difficulty)
