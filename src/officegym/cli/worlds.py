@@ -51,18 +51,18 @@ def world_for(given: Path | None, ids: list[str], allow_mismatch: bool = False) 
     return generated_world(seed, size, announce=lambda text: console.print(text, markup=False))
 
 
-def world_id_at(path: Path, world: Any) -> str:
+def world_id_at(path: Path) -> str:
     """The id task rows made in the world at `path` carry."""
-    from officegym.sdg.workplace import world_id_of
+    from officegym.envs.workplace.generate.default import world_id_of
 
-    return world_id_of(path, world)
+    return world_id_of(path)
 
 
 def refuse_other_world(path: Path, world: Any, ids: list[str], allow_mismatch: bool = False) -> None:
     """End the command when the rows were made in another world than the one at `path`."""
     if not ids or allow_mismatch:
         return
-    have = world_id_at(path, world)
+    have = world_id_at(path)
     others = [i for i in ids if i != have]
     if others:
         fail(f"the tasks were made in world {others[0]}, but the world at {path} is {have}: pass --world with the "
@@ -77,7 +77,7 @@ def checked_rows(rows: Iterable[tuple[int, Any]], path: Path, world: Any,
     for lineno, row in rows:
         value = row.get("world_id") if isinstance(row, dict) and not allow_mismatch else None
         if isinstance(value, str) and value:
-            have = have or world_id_at(path, world)
+            have = have or world_id_at(path)
             if value != have:
                 fail(f"line {lineno}: the rollout was made in world {value}, but the world at {path} is {have}: "
                      f"pass --world with the world it was made in (or {MISMATCH_FLAG} to verify it here anyway)")

@@ -105,7 +105,7 @@ class WorkplaceSource:
         if not isinstance(world, World):
             path = world
             world = load_world(path)
-            world_id = world_id or world_id_of(path, world)
+            world_id = world_id or world_id_of(path)
         self.world = world
         self.world_id = world_id or "world"
         self.view = WorldView(world, self.world_id)

@@ -16,7 +16,7 @@ from officegym.core.cache import cache_root
 _GENERATED_ID = re.compile(r"seed(-?\d+)-([a-z]+)")
 
 
-def world_id_of(path: str | Path, world: object = None) -> str:
+def world_id_of(path: str | Path) -> str:
     """The id task rows made in the world at `path` carry: "seed7-reference" for a generated world
     (from its world.json), else the folder's name."""
     meta = Path(path) / "world.json"
