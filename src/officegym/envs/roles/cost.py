@@ -37,13 +37,13 @@ from officegym.envs.roles.base import (
     tool,
 )
 from officegym.envs.roles.cost_brief import compose
+from officegym.envs.roles.cost_draw import draw
 from officegym.envs.roles.cost_model import (  # noqa: F401  (re-exported: baselines and tests use cost.*)
     COMPUTE_JOBS,
     FAMILIES,
     LLM_STEPS,
     PRICING,
     PROVIDERS,
-    _draw,
     bill,
     binds,
     find,
@@ -84,7 +84,7 @@ SYSTEM = (
 def _drawn(seed: int, difficulty: int) -> tuple[dict[str, Any], Any]:
     """The numbers of (seed, difficulty) and the rng state the prose goes on from: one draw serves
     both wordings."""
-    drawn, rng = draw_scenario(ROLE, seed, difficulty, _draw)
+    drawn, rng = draw_scenario(ROLE, seed, difficulty, draw)
     return drawn, rng.getstate()
 
 
