@@ -1,6 +1,7 @@
 """Cost scenarios as numbers: workloads and their options, benchmarks, provider terms, negotiated
-prices, requirements that bind, the exact solver and what find_plan answers. The prose layer
-(cost_brief.py) states the requirements and terms; cost.py offers the tools and grades.
+prices, requirements and whether one binds, the bill, the exact solver and what find_plan answers.
+cost_draw.py draws scenarios; the prose layer (cost_brief.py) states the requirements and terms;
+cost.py offers the tools and grades.
 
 A scenario's requirements and terms live where version 1 kept them (each workload's quality_floor and
 latency_limit_ms, `policy`, `terms`) plus `negotiated` (option id -> contract unit price), so the
