@@ -50,7 +50,7 @@ def main() -> None:
 
     from officegym.agent import vllm_engine
     from officegym.agent.formats import render_chatml, responses_items_to_chat_messages
-    from officegym.agent.hf import FORCED_FORMATS
+    from officegym.agent.hf_chat import FORCED_FORMATS
     from officegym.agent.models import resolve_model
     from officegym.core.task import read_tasks
 

@@ -24,7 +24,8 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from officegym.agent import models  # noqa: E402
 from officegym.agent.formats import TOOL_CHAT_TEMPLATE, assistant_message  # noqa: E402
-from officegym.agent.hf import HFPolicy, ModelLoadError  # noqa: E402
+from officegym.agent.hf import HFPolicy  # noqa: E402
+from officegym.agent.hf_loading import ModelLoadError  # noqa: E402
 from officegym.agent.models import ModelResolutionError, ensure_tool_template, renders_tools, resolve_model  # noqa: E402
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams  # noqa: E402
 from officegym.core.trajectory import Trajectory, Turn  # noqa: E402

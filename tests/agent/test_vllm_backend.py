@@ -179,7 +179,7 @@ def test_vllm_length_and_missing_engine(fake_vllm, tiny_dir, monkeypatch):
     assert c.finish_reason == "length" and len(c.completion_ids) == 3
     monkeypatch.setitem(sys.modules, "vllm", None)
     from officegym.agent import vllm_engine
-    from officegym.agent.hf import ModelLoadError
+    from officegym.agent.hf_loading import ModelLoadError
 
     vllm_engine.shutdown()
     with pytest.raises(ModelLoadError, match="needs vLLM"):

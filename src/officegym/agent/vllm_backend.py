@@ -26,7 +26,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from officegym.agent.hf import HFPolicy, ModelLoadError, _Row
+from officegym.agent.hf import HFPolicy
+from officegym.agent.hf_decoding import Row
+from officegym.agent.hf_loading import ModelLoadError
 from officegym.agent.models import ModelResolutionError, resolve_model
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 
@@ -114,7 +116,7 @@ class VLLMPolicy(HFPolicy):
 
     def _generate(
         self, prompts: list[list[int]], params: SamplingParams, generator: Any, limits: Sequence[int | None] | None = None
-    ) -> list[_Row]:
+    ) -> list[Row]:
         from vllm.inputs import TokensPrompt
 
         from officegym.agent import vllm_engine
@@ -122,7 +124,7 @@ class VLLMPolicy(HFPolicy):
         rows = []
         todo = []
         for p, limit in zip(prompts, self._row_limits(prompts, params, limits)):
-            rows.append(_Row(prompt=p, limit=limit, ids=[], logprobs=[], finish="length" if limit <= 0 else ""))
+            rows.append(Row(prompt=p, limit=limit, ids=[], logprobs=[], finish="length" if limit <= 0 else ""))
             if limit > 0:
                 todo.append(len(rows) - 1)
         if not todo:
@@ -183,7 +185,7 @@ class VLLMPolicy(HFPolicy):
             cap = None if max_new_tokens is None else max_new_tokens[i]
             limit = self._row_limits([ids], params, [cap])[0]
             if limit <= 0:
-                results[i] = self._completion(_Row(prompt=ids, limit=0, ids=[], logprobs=[], finish="length"), params, 0.0)
+                results[i] = self._completion(Row(prompt=ids, limit=0, ids=[], logprobs=[], finish="length"), params, 0.0)
                 continue
             seed = None
             if params.seed is not None:
@@ -194,7 +196,7 @@ class VLLMPolicy(HFPolicy):
             waiting.append((i, ids, limit, future, time.perf_counter()))
         try:
             for i, ids, limit, future, t0 in waiting:
-                row = _Row(prompt=ids, limit=limit, ids=[], logprobs=[])
+                row = Row(prompt=ids, limit=limit, ids=[], logprobs=[])
                 try:
                     _fill(row, await future)
                 except Exception as exc:  # the engine failed this request: its turn fails, not the run
@@ -263,7 +265,7 @@ class VLLMPolicy(HFPolicy):
             self._tok = None
 
 
-def _fill(row: _Row, out: Any) -> None:
+def _fill(row: Row, out: Any) -> None:
     """Copy a vLLM RequestOutput's sampled ids, their log-probs and the finish reason into `row`."""
     result = out.outputs[0]
     ids = [int(i) for i in result.token_ids]
