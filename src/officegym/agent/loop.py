@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from officegym.agent.batching import Batcher
-from officegym.agent.formats import assistant_message, responses_items_to_chat_messages
+from officegym.agent.messages import assistant_message, responses_items_to_chat_messages
+from officegym.core.environment import BaseEnvironment
 from officegym.core.episode import Episode
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
-from officegym.core.protocols import Environment
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall, ToolResult, ToolSpec, Verdict
@@ -80,9 +81,9 @@ class ToolEpisode(Episode):
     SEAT = "agent"
     seats = (SEAT,)
 
-    def __init__(self, env: Environment, task: Task, config: LoopConfig):
+    def __init__(self, env: BaseEnvironment, task: Task, config: LoopConfig):
         self.env, self.task, self.config = env, task, config
-        self.session: Any = None
+        self.session: BaseSession | None = None  # or a remote session (server/client.py): awaitable answers
         self._tools: list[ToolSpec] = []
         self.steps = 0
         self.stop: str | None = None
@@ -102,11 +103,7 @@ class ToolEpisode(Episode):
 
     async def execute(self, seat: str, call: ToolCall) -> ToolResult:
         args = call.arguments if call.parse_error is None else call.raw_arguments
-        execute = getattr(self.session, "execute", None)
-        if execute is not None:
-            return await _resolve(execute(call.name, args))
-        text = await _resolve(self.session.call(call.name, args))  # a session that answers the text alone
-        return ToolResult(text, "ok", body=text)
+        return await _resolve(self.session.execute(call.name, args))
 
     def end_turn(self, seat: str, completion: Completion, calls: Sequence[ToolCall]) -> None:
         self.steps += 1
@@ -116,15 +113,15 @@ class ToolEpisode(Episode):
             self.stop = "length" if completion.finish_reason == "length" else "answered"
 
     async def finish(self, trajectories: Mapping[str, Trajectory]) -> Verdict:
-        close = getattr(self.session, "aclose", None)
-        if close is not None:  # a remote session frees its server-side state
-            await close()
+        await self.close()  # a remote session frees its server-side state
         return await _resolve(self.env.verify(self.task, trajectories[self.SEAT].calls, self.config.mode))
 
     async def abort(self) -> None:
-        close = getattr(self.session, "aclose", None)
-        if close is not None:
-            await close()
+        await self.close()
+
+    async def close(self) -> None:
+        if self.session is not None:  # None: the environment failed to open it
+            await self.session.aclose()
 
     def stop_reason(self, seat: str) -> str:
         return self.stop or "max_steps"
@@ -252,7 +249,7 @@ async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: 
 
 
 async def rollout(
-    env: Environment,
+    env: BaseEnvironment,
     task: Task,
     submit: Submit,
     config: LoopConfig,
@@ -298,7 +295,7 @@ def submitter(policy: Policy, params: SamplingParams, max_batch: int = 32) -> tu
 
 
 async def run_rollouts(
-    env: Environment,
+    env: BaseEnvironment,
     jobs: Iterable[tuple[Task, int]],
     policy: Policy,
     config: LoopConfig,

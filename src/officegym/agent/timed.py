@@ -4,33 +4,27 @@ trainers and the Ray workers report scoring time separately)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment, EnvironmentWrapper
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
+from officegym.core.types import ToolCall, Verdict
 
 Count = Callable[[float], None]
 
 
-class TimedEnvironment:
+class TimedEnvironment(EnvironmentWrapper):
     """`env` whose verify calls are timed: their seconds add up in `verify_seconds` and go to
-    `on_verify` when given; sessions and tools pass straight through."""
+    `on_verify` when given; everything else is `env`'s (EnvironmentWrapper)."""
 
-    def __init__(self, env: Any, on_verify: Count | None = None):
-        self.env = env
-        self.name = getattr(env, "name", type(env).__name__)
-        self.write_tools = getattr(env, "write_tools", None)
+    def __init__(self, env: BaseEnvironment, on_verify: Count | None = None):
+        super().__init__(env)
         self.verify_seconds = 0.0
         self.on_verify = on_verify
 
-    def tools(self, task: Task | None = None) -> Any:
-        return self.env.tools(task)
-
-    def session(self, task: Task | None = None) -> Any:
-        return self.env.session(task)
-
-    def verify(self, task: Task, calls: Any, mode: str | None = None) -> Any:
+    def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         t0 = time.perf_counter()
         try:
             return self.env.verify(task, calls, mode)

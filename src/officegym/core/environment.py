@@ -6,29 +6,37 @@ caller probes attributes with `getattr` or compares environment names:
 
 - `modes`: the verification modes, the first the default; `mode` the one this instance uses;
 - `write_tools`: the tools that change state (None: not known);
-- `takes_world`: built from a world folder (the workplace); `default_world()` is used without one;
+- `takes_world`: built from a world (a folder, or one loaded by `load_world` or made by
+  `generate_world`); `default_world()` is used without one; `world_path` and `world_id` name the
+  one loaded, `world_named(id)` makes again the world task rows name;
+- `sdg_templates`: its tasks come from sdg's template library over its worlds (the workplace's);
+  otherwise `generate_tasks(n, seed, ...)` is its own generator, when it has one;
 - `session_from_row`: sessions are seeded from the task row (the roles), not from a world;
-- `world_path`: the folder the world was loaded from, if any (the server reports it);
-- `nemo_gym_server`: the class of NeMo Gym's own resources server for it, if it has one (the
-  session cookie is named after it);
-- `generate_tasks(n, seed, ...)`: the environment's own task generator, when it has one;
+- `state_fingerprint(session)`: a strict description of the state a session holds (the review
+  queue compares rewarded end states by it); None: the successful write calls say it all;
+- `nemo_gym_server` and `cookie_name()`: NeMo Gym's resources-server class for it, if it has one,
+  and the session cookie named after it;
 - `seats` and `episode(task, max_rounds=)`: a multi-agent environment names its seats and builds
   the episode (core/episode.py) that the agent loop plays, every seat with its own policy.
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
-`EnvironmentSetupError` with a message for the user.
+`EnvironmentSetupError` with a message for the user. Wrap one with `EnvironmentWrapper`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from officegym.core.episode import Episode
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
+
+Announce = Callable[[str], None]
 
 
 class EnvironmentSetupError(ValueError):
@@ -39,6 +47,7 @@ class BaseEnvironment:
     name: ClassVar[str] = ""
     modes: ClassVar[tuple[str, ...]] = ("outcome",)
     takes_world: ClassVar[bool] = False
+    sdg_templates: ClassVar[bool] = False
     session_from_row: ClassVar[bool] = False
     nemo_gym_server: ClassVar[str | None] = None  # NeMo Gym's resources-server class for it, if any
     seats: ClassVar[tuple[str, ...]] = ()  # a multi-agent environment's seats; () for a single agent
@@ -48,19 +57,15 @@ class BaseEnvironment:
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         raise NotImplementedError
 
-    def session(self, task: Task | None = None) -> Any:
+    def session(self, task: Task | None = None) -> BaseSession:
         raise NotImplementedError
 
     def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         raise NotImplementedError
 
+    # -- worlds
     @property
     def world_path(self) -> str | None:
-        return None
-
-    @classmethod
-    def default_world(cls) -> Path | None:
-        """The world used when none is given (environments that take one)."""
         return None
 
     @property
@@ -69,18 +74,113 @@ class BaseEnvironment:
         return None
 
     @classmethod
+    def default_world(cls, announce: Announce | None = None) -> Path | None:
+        """The world used when none is given (environments that take one); `announce` is told
+        before it is made."""
+        return None
+
+    @classmethod
     def world_named(cls, world_id: str) -> Path | None:
         """The folder of the world task rows name by `world_id` when it can be made again (built
         into the cache on first use), else None."""
         return None
 
+    @classmethod
+    def load_world(cls, path: str | Path) -> Any:
+        """The world at `path`, as the constructor's `world=` takes it; a ValueError says why not."""
+        raise EnvironmentSetupError(f"{cls.name} takes no world")
+
+    @classmethod
+    def generate_world(cls, folder: Path | None = None, **options: Any) -> Any:
+        """A world made by the environment's generator from `options` (its seed, size, ...): written
+        into `folder` and that folder returned when one is given, else the world in memory."""
+        raise EnvironmentSetupError(f"{cls.name} generates no world")
+
+    # -- tasks and episodes
     def generate_tasks(self, n: int, seed: int, **options: Any) -> list[Task]:
         raise EnvironmentSetupError(f"{self.name} has no task generator of its own")
+
+    @property
+    def has_task_generator(self) -> bool:
+        return type(self).generate_tasks is not BaseEnvironment.generate_tasks
 
     def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
         """The multi-agent episode over `task` (environments with `seats`)."""
         raise EnvironmentSetupError(f"{self.name} is a single-agent environment: it has no seats to play")
 
+    # -- what callers compare and serve
+    def state_fingerprint(self, session: Any) -> str | None:
+        """A strict fingerprint (JSON text) of the state `session` holds now; None when the state
+        is no more than the successful write calls (the caller then compares those)."""
+        return None
+
+    def cookie_name(self) -> str:
+        """The session cookie's name: NeMo Gym's "<resources-server class>___<name>" (an RFC 6265
+        token), so it matches NeMo Gym's own server for an environment that NeMo Gym also serves."""
+        server_class = self.nemo_gym_server or "OfficegymResourcesServer"
+        return f"{server_class}___" + re.sub(r"[^A-Za-z0-9_.-]", "_", self.name)
+
+
+class EnvironmentWrapper(BaseEnvironment):
+    """An environment around another, as Gymnasium's Wrapper: a subclass overrides what it changes;
+    every other member, declared here or the wrapped environment's own, is the wrapped one's."""
+
+    def __init__(self, env: BaseEnvironment):
+        self.env = env
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "env":  # not while unpickling, before `env` is set
+            raise AttributeError(attr)
+        return getattr(self.env, attr)
+
     @property
-    def has_task_generator(self) -> bool:
-        return type(self).generate_tasks is not BaseEnvironment.generate_tasks
+    def unwrapped(self) -> BaseEnvironment:
+        """The innermost environment."""
+        env = self.env
+        return env.unwrapped if isinstance(env, EnvironmentWrapper) else env
+
+    name = property(lambda self: self.env.name)  # type: ignore[assignment]
+    modes = property(lambda self: self.env.modes)  # type: ignore[assignment]
+    mode = property(lambda self: self.env.mode)  # type: ignore[assignment]
+    takes_world = property(lambda self: self.env.takes_world)  # type: ignore[assignment]
+    sdg_templates = property(lambda self: self.env.sdg_templates)  # type: ignore[assignment]
+    session_from_row = property(lambda self: self.env.session_from_row)  # type: ignore[assignment]
+    nemo_gym_server = property(lambda self: self.env.nemo_gym_server)  # type: ignore[assignment]
+    seats = property(lambda self: self.env.seats)  # type: ignore[assignment]
+    write_tools = property(lambda self: self.env.write_tools)  # type: ignore[assignment]
+    world_path = property(lambda self: self.env.world_path)  # type: ignore[assignment]
+    world_id = property(lambda self: self.env.world_id)  # type: ignore[assignment]
+    has_task_generator = property(lambda self: self.env.has_task_generator)  # type: ignore[assignment]
+
+    def tools(self, task: Task | None = None) -> list[ToolSpec]:
+        return self.env.tools(task)
+
+    def session(self, task: Task | None = None) -> BaseSession:
+        return self.env.session(task)
+
+    def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+        return self.env.verify(task, calls, mode)
+
+    def default_world(self, announce: Announce | None = None) -> Path | None:  # type: ignore[override]
+        return self.env.default_world(announce)
+
+    def world_named(self, world_id: str) -> Path | None:  # type: ignore[override]
+        return self.env.world_named(world_id)
+
+    def load_world(self, path: str | Path) -> Any:  # type: ignore[override]
+        return self.env.load_world(path)
+
+    def generate_world(self, folder: Path | None = None, **options: Any) -> Any:  # type: ignore[override]
+        return self.env.generate_world(folder, **options)
+
+    def generate_tasks(self, n: int, seed: int, **options: Any) -> list[Task]:
+        return self.env.generate_tasks(n, seed, **options)
+
+    def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
+        return self.env.episode(task, max_rounds=max_rounds)
+
+    def state_fingerprint(self, session: Any) -> str | None:
+        return self.env.state_fingerprint(session)
+
+    def cookie_name(self) -> str:
+        return self.env.cookie_name()

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.environment import BaseEnvironment, EnvironmentSetupError
-from officegym.core.protocols import Environment
 
 # name -> "module:attribute" of a factory; resolved on first use.
 _BUILTIN: dict[str, str] = {
@@ -24,7 +23,7 @@ _BUILTIN: dict[str, str] = {
 _ALIASES: dict[str, str] = {"workplace": "workplace_assistant"}
 # The environment of a task row that names none (NeMo Gym's rows are the workplace's).
 DEFAULT_ENVIRONMENT = "workplace_assistant"
-_FACTORIES: dict[str, Callable[..., Environment]] = {}
+_FACTORIES: dict[str, Callable[..., BaseEnvironment]] = {}
 
 
 class UnknownEnvironmentError(EnvironmentSetupError, KeyError):
@@ -32,7 +31,7 @@ class UnknownEnvironmentError(EnvironmentSetupError, KeyError):
         return f"unknown environment {self.args[0]!r}; known: {', '.join(names())}"
 
 
-def register(name: str, factory: Callable[..., Environment] | str) -> None:
+def register(name: str, factory: Callable[..., BaseEnvironment] | str) -> None:
     """Register a factory (or a "module:attr" path) under `name`."""
     if isinstance(factory, str):
         _BUILTIN[name] = factory
@@ -55,7 +54,7 @@ def aliases(name: str) -> list[str]:
     return sorted(alias for alias, target in _ALIASES.items() if target == canonical)
 
 
-def factory(name: str) -> Callable[..., Environment]:
+def factory(name: str) -> Callable[..., BaseEnvironment]:
     name = canonical_name(name)
     if name in _FACTORIES:
         return _FACTORIES[name]
@@ -67,23 +66,31 @@ def factory(name: str) -> Callable[..., Environment]:
     return made
 
 
-def make(name: str, *, world: Any = None, mode: str | None = None) -> Environment:
+def environment_class(name: str) -> type[BaseEnvironment]:
+    """The class of the environment registered as `name`: its class-level declarations (takes_world,
+    modes, seats, write_tools, sdg_templates) and world hooks answer without building it. A factory
+    that is no class declares nothing: BaseEnvironment's defaults."""
+    made = factory(name)
+    return made if isinstance(made, type) and issubclass(made, BaseEnvironment) else BaseEnvironment
+
+
+def make(name: str, *, world: Any = None, mode: str | None = None) -> BaseEnvironment:
     """Build the environment registered as `name` (aliases such as "workplace" accepted): the one
     way to build one. `world` (a folder or a loaded world) is for environments that take one; they
     get their default world without it. Every failure is an EnvironmentSetupError that says why."""
     canonical = canonical_name(name)
     made = factory(canonical)
+    declared = environment_class(canonical)
     kwargs: dict[str, Any] = {}
-    if getattr(made, "takes_world", False):
+    if declared.takes_world:
         if world is None:
-            world = made.default_world()
+            world = declared.default_world()
         kwargs["world"] = world
     elif world is not None:
         raise EnvironmentSetupError(f"{canonical} takes no world: its episodes come from the task rows")
     if mode is not None:
-        modes = getattr(made, "modes", None)
-        if modes and mode not in modes:
-            raise EnvironmentSetupError(f"unknown verification mode {mode!r} for {canonical}; choose from {', '.join(modes)}")
+        if declared is made and mode not in declared.modes:  # a plain factory names no modes
+            raise EnvironmentSetupError(f"unknown verification mode {mode!r} for {canonical}; choose from {', '.join(declared.modes)}")
         kwargs["mode"] = mode
     try:
         env = made(**kwargs)
@@ -100,25 +107,20 @@ def make(name: str, *, world: Any = None, mode: str | None = None) -> Environmen
 def world_named(name: str, world_id: str) -> Path | None:
     """The folder of the world `world_id` of the environment registered as `name`, when that
     environment can make it again (BaseEnvironment.world_named), else None."""
-    made = factory(canonical_name(name))
-    if isinstance(made, type) and issubclass(made, BaseEnvironment):
-        return made.world_named(world_id)
-    return None
+    return environment_class(canonical_name(name)).world_named(world_id)
 
 
 def takes_world(name: str) -> bool:
     """Whether the environment registered as `name` is built from a world (without building it)."""
-    return bool(getattr(factory(name), "takes_world", False))
+    return environment_class(name).takes_world
 
 
 def has_task_generator(name: str) -> bool:
     """Whether the environment registered as `name` generates its own tasks."""
-    made = factory(name)
-    own = getattr(made, "generate_tasks", None)
-    return own is not None and own is not BaseEnvironment.generate_tasks
+    return environment_class(name).generate_tasks is not BaseEnvironment.generate_tasks
 
 
 def write_tools(name: str) -> frozenset[str] | None:
     """The tools that change state in environment `name`, from its class (without building it)."""
-    tools = getattr(factory(name), "write_tools", None)
+    tools = environment_class(name).write_tools
     return frozenset(tools) if isinstance(tools, frozenset | set | tuple | list) else None

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core import registry
-from officegym.core.environment import EnvironmentSetupError
+from officegym.core.environment import BaseEnvironment, EnvironmentSetupError
 from officegym.core.files import atomic_write
-from officegym.core.protocols import Environment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task, TaskFormatError
 from officegym.eval.metrics import compute_metrics
@@ -49,7 +48,7 @@ def choose_environment(given: str | None, tasks: Sequence[Task]) -> str:
 
 
 def open_environment(name: str, world: Path | None = None, mode: str | None = None,
-                     default_world: Callable[[], Path] | None = None) -> tuple[Environment, str]:
+                     default_world: Callable[[], Path] | None = None) -> tuple[BaseEnvironment, str]:
     """The environment `name` and the verification mode to use (the environment's default mode if
     none). An environment that takes a world and is given none gets `default_world()` (its own
     default without that). Raises EnvironmentSetupError."""

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import jsonl_line, load_appendable_jsonl, write_jsonl_rows
 from officegym.core.policy import Policy, PolicyUnusable
-from officegym.core.protocols import Environment
 from officegym.core.rollout_row import retryable, rollout_row, row_key
 from officegym.core.task import Task
 
@@ -36,7 +36,7 @@ def load_rollouts(path: Path) -> list[dict[str, Any]]:
 
 
 def run_eval(
-    env: Environment,
+    env: BaseEnvironment,
     tasks: list[Task],
     policy: Policy,
     out_dir: Path,

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.types import ToolCall
 from officegym.review import council, council_view, roles, views
@@ -42,7 +42,7 @@ def item_mode(item: dict[str, Any]) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
-def item_env(envs: Environments, item: dict[str, Any]) -> Environment:
+def item_env(envs: Environments, item: dict[str, Any]) -> BaseEnvironment:
     """The environment an item's rollout ran in (CorrectionError when it cannot be built)."""
     task = item_task(item)
     try:

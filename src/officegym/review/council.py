@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow, make_row, officegym_of
 from officegym.core.task import Task, TaskFormatError, read_tasks
@@ -260,7 +260,7 @@ def replay_acts(env: CouncilEnvironment, task: Task, acts: Sequence[Any], rounds
     return state, score_council(state), problems
 
 
-def rollout_state(env: Environment, task: Task, calls: Sequence[ToolCall]) -> CouncilState | None:
+def rollout_state(env: BaseEnvironment, task: Task, calls: Sequence[ToolCall]) -> CouncilState | None:
     """The council state a roles/council (single-agent) rollout leaves: its calls replayed."""
     session = env.session(task)
     if not isinstance(session, CouncilSession) or session.state is None:
@@ -324,7 +324,7 @@ def decision_act(acts: Sequence[Any]) -> dict[str, Any] | None:
     return next((a for a in acts if isinstance(a, dict) and a.get("act") in ("commit", "escalate")), None)
 
 
-def council_findings(row: dict[str, Any], task: Task, env: Environment | None, config: FlagConfig) -> Found:
+def council_findings(row: dict[str, Any], task: Task, env: BaseEnvironment | None, config: FlagConfig) -> Found:
     """Every rule for a council item: the replayed re-score, escalations, margins, disagreements."""
     block = council_block(row) or {}
     verdict = RolloutRow(row).verdict or {}
@@ -362,7 +362,7 @@ def council_findings(row: dict[str, Any], task: Task, env: Environment | None, c
 # -- corrections -----------------------------------------------------------------------------------
 
 
-def proposals_of(row: dict[str, Any], task: Task, env: Environment) -> dict[str, dict[str, str]]:
+def proposals_of(row: dict[str, Any], task: Task, env: BaseEnvironment) -> dict[str, dict[str, str]]:
     """The plans a council (or a roles/council rollout) proposed: plan id -> selection."""
     block = council_block(row)
     if block is not None:
@@ -397,11 +397,11 @@ def mediator_plan(decision: ToolCall, proposals: dict[str, dict[str, str]]) -> l
     return [*plan, ToolCall("propose_plan", {"selection": selection}), ToolCall(COMMIT, {"plan_id": "PLAN-1", "claimed_tco": claimed})]
 
 
-def check_council_correction(env: Environment, task: Task, row: dict[str, Any], calls: list[ToolCall],
+def check_council_correction(env: BaseEnvironment, task: Task, row: dict[str, Any], calls: list[ToolCall],
                              mode: str | None = None) -> CorrectionCheck:
     """Verify a corrected mediator decision (see the module docstring); CorrectionError says why not."""
     if not isinstance(env, CouncilEnvironment):
-        raise CorrectionError(f"a council correction needs the {ENV_NAME} environment, not {getattr(env, 'name', env)!r}")
+        raise CorrectionError(f"a council correction needs the {ENV_NAME} environment, not {env.name!r}")
     if len(calls) != 1 or calls[0].name not in (COMMIT, ESCALATE):
         raise CorrectionError(USAGE)
     plan = mediator_plan(calls[0], proposals_of(row, task, env))
@@ -420,7 +420,7 @@ def check_council_correction(env: Environment, task: Task, row: dict[str, Any], 
     return CorrectionCheck(plan, results, verdict, rescored, [], turns=turns)
 
 
-def case_matched(case_council: dict[str, Any], task: Task, env: Environment) -> bool:
+def case_matched(case_council: dict[str, Any], task: Task, env: BaseEnvironment) -> bool:
     """The current verifier's `matched` for a council regression case (its acts replayed)."""
     if not isinstance(env, CouncilEnvironment):
         raise ValueError(f"a council case needs {ENV_NAME}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
 from officegym.envs.roles.base import ESCALATE, ScenarioError
@@ -16,7 +16,7 @@ from officegym.review.council import council_block, decision_act, replay_acts, r
 from officegym.review.views import pretty_json
 
 
-def decision_text(row: dict[str, Any], task: Task, env: Environment) -> str:
+def decision_text(row: dict[str, Any], task: Task, env: BaseEnvironment) -> str:
     """What the correction form starts from: the council's decision with the committed plan's
     selection spelled out (or its last proposal when it never decided)."""
     block = council_block(row)
@@ -97,7 +97,7 @@ def seat_turns(traj: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def council_view(row: dict[str, Any], task: Task | None, env: Environment | None) -> dict[str, Any] | None:
+def council_view(row: dict[str, Any], task: Task | None, env: BaseEnvironment | None) -> dict[str, Any] | None:
     """The council section of the item page: acts by round, the plans with every member's answer
     and what the verifier knows of them, each seat's turns. None for a row that is no council."""
     block = council_block(row)

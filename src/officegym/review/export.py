@@ -38,8 +38,8 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from officegym.agent.scripted import plan_turns
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import atomic_write
-from officegym.core.protocols import Environment
 from officegym.core.rollout_row import rollout_row
 from officegym.core.task import Task, TaskFormatError, iter_jsonl
 from officegym.core.toolcalls import parse_tool_call
@@ -250,7 +250,7 @@ def _pool(items: dict[int, dict[str, Any]], latest: dict[int, dict[str, Any]]):
 # -- SFT ----------------------------------------------------------------------------------------
 
 
-def _gold_plan(env: Environment, item: dict[str, Any], task: Task, kind: str) -> list[ToolCall]:
+def _gold_plan(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str) -> list[ToolCall]:
     """The calls a gold trajectory makes: the corrected ground truth, an accepted council's own
     decision when it got full credit (in the mediator's single-agent form), else the task's oracle."""
     if kind == "corrected":
@@ -283,7 +283,7 @@ def _plan_batches(task: Task, results: list[Any]) -> list[list[Any]]:
     return [results] if parallel and results else [[r] for r in results]
 
 
-def _sft_conversation(env: Environment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
+def _sft_conversation(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
                       final_text: str) -> dict[str, Any] | str:
     """Chat messages built by replaying the gold plan (see _gold_plan) in the environment: every
     tool output is the real one. Returns the reason when it cannot be built."""
@@ -317,7 +317,7 @@ def _seat_conversations(item: dict[str, Any], task: Task, kind: str) -> list[dic
             for seat, messages, tools in council_view.seat_conversations(item["row"])]
 
 
-def _gold_rollout(env: Environment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
+def _gold_rollout(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],
                   final_text: str, review: dict[str, Any]) -> dict[str, Any] | str:
     """A gold trajectory as a rollout row (see the module docstring), or why there is none."""
     ref = item_ref(item)
@@ -326,18 +326,14 @@ def _gold_rollout(env: Environment, item: dict[str, Any], task: Task, kind: str,
         reward = (ref.verdict or {}).get("reward", ref.reward)
         return {**item["row"], "reward": reward, "officegym": og}
     session = env.session(task)
-    execute = getattr(session, "execute", None)
     traj = Trajectory(task_id=task.id, policy=f"review:{kind}", stop_reason="answered")
     for batch in _plan_batches(task, plan):
         turn = Turn(text="")
         for i, c in enumerate(batch):
             call = ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{len(traj.turns)}_{i}", c.parse_error)
             args = call.arguments if call.parse_error is None else call.raw_arguments
-            if execute is not None:
-                result = execute(call.name, args)
-                turn.executions.append(ToolExecution(call, result.text, result.status))
-            else:
-                turn.executions.append(ToolExecution(call, session.call(call.name, args), "ok"))
+            result = session.execute(call.name, args)
+            turn.executions.append(ToolExecution(call, result.text, result.status))
         traj.turns.append(turn)
     traj.turns.append(Turn(text=_final_text(item, kind, final_text)))
     failed = [e for t in traj.turns for e in t.executions if not e.ok]

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.task import Task, TaskFormatError
 from officegym.review import council, roles
 from officegym.review.replay import fingerprint_diff, oracle_calls, state_fingerprint
@@ -155,7 +155,7 @@ class FlagReport:
     problems: list[str]
 
 
-EnvFor = Callable[[RolloutRef, Task], Environment | None]
+EnvFor = Callable[[RolloutRef, Task], BaseEnvironment | None]
 
 
 def audit_draw(seed: int, key: str) -> float:
@@ -292,7 +292,7 @@ def flag_rows(
     return FlagReport(out, len(rows), len(groups), dict(by_reason), training_only, problems)
 
 
-def _end_state(env: Environment, ref: RolloutRef, task: Task) -> str:
+def _end_state(env: BaseEnvironment, ref: RolloutRef, task: Task) -> str:
     """What two rewarded samples are compared on: a role answer's decision (roles.decision), else
     the strict end state of the calls."""
     if roles.is_role_env(env):
@@ -300,10 +300,10 @@ def _end_state(env: Environment, ref: RolloutRef, task: Task) -> str:
         k = roles.answer_index(ref.row, answer_tools)
         decided = roles.decision(roles.executed_calls(ref.row)[k][0]) if k is not None else "null"
         return json.dumps([decided])  # the shape of state_fingerprint's answer for such environments
-    return state_fingerprint(env, task, ref.calls(), getattr(env, "write_tools", None))
+    return state_fingerprint(env, task, ref.calls(), env.write_tools)
 
 
-def _oracle_problem(env: Environment, task: Task) -> str | None:
+def _oracle_problem(env: BaseEnvironment, task: Task) -> str | None:
     """Why the task's oracle plan fails on replay, or None when it replays cleanly and verifies."""
     plan = oracle_calls(task)
     try:
@@ -319,7 +319,7 @@ def _oracle_problem(env: Environment, task: Task) -> str | None:
 
 
 def _rollout_reasons(
-    ref: RolloutRef, task: Task, env: Environment | None, config: FlagConfig, reward_max: float
+    ref: RolloutRef, task: Task, env: BaseEnvironment | None, config: FlagConfig, reward_max: float
 ) -> list[Reason]:
     if council.council_block(ref.row) is not None:
         return _council_reasons(ref, task, env, config)
@@ -382,7 +382,7 @@ def _rollout_reasons(
         other = verdict.get("other_mode_reward")
         out.append(Reason("modes_disagree", f"{verdict.get('mode')} gives {reward}, {verdict.get('other_mode')} gives {other}"))
     if graded:
-        answer_tools = frozenset(getattr(env, "write_tools", None) or _answer_tools(task))
+        answer_tools = frozenset(env.write_tools or _answer_tools(task))
         out += [Reason(c, d) for c, d in roles.role_findings(ref.row, task, answer_tools, config)]
         if council.is_council_env(env):
             state = council.rollout_state(env, task, ref.calls())
@@ -413,7 +413,7 @@ def _merge(reasons: list[Reason]) -> list[Reason]:
     return list(merged.values())
 
 
-def _council_reasons(ref: RolloutRef, task: Task, env: Environment | None, config: FlagConfig) -> list[Reason]:
+def _council_reasons(ref: RolloutRef, task: Task, env: BaseEnvironment | None, config: FlagConfig) -> list[Reason]:
     """A council item: the recorded verdict's sanity, then review/council.py's rules."""
     out = []
     if ref.verdict is None or ref.reward is None:
@@ -452,7 +452,7 @@ def flag_run(
     problems = list(read.problems)
     failed_worlds: dict[str, str] = {}
 
-    def env_for(ref: RolloutRef, task: Task) -> Environment | None:
+    def env_for(ref: RolloutRef, task: Task) -> BaseEnvironment | None:
         mode = (ref.verdict or {}).get("mode")
         try:
             return envs.get(task.environment_name, spec, mode if isinstance(mode, str) else None)

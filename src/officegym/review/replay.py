@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
 from officegym.core.trajectory import ToolExecution
 from officegym.core.types import ToolCall, Verdict
 
 
-def replay(env: Environment, task: Task | None, calls: Sequence[ToolCall]) -> tuple[Any, list[ToolExecution]]:
+def replay(env: BaseEnvironment, task: Task | None, calls: Sequence[ToolCall]) -> tuple[BaseSession, list[ToolExecution]]:
     """Run calls in order in a fresh session; returns the session and every call's result."""
     session = env.session(task)
     results = []
     for call in calls:
-        args = call.arguments if call.parse_error is None else call.raw_arguments
-        execute = getattr(session, "execute", None)
-        if execute is not None:
-            r = execute(call.name, args)
-            results.append(ToolExecution(call, r.text, r.status))
-        else:  # an environment without statuses: the text is all there is
-            results.append(ToolExecution(call, session.call(call.name, args), "ok"))
+        r = session.execute(call.name, call.arguments if call.parse_error is None else call.raw_arguments)
+        results.append(ToolExecution(call, r.text, r.status))
     return session, results
 
 
@@ -51,55 +46,15 @@ def oracle_calls(task: Task) -> list[ToolCall]:
     return list(task.ground_truth)
 
 
-def _cell(value: Any) -> Any:
-    """A cell as the strict state comparison sees it: numbers and their strings alike, nulls alike,
-    letter case and spacing kept (the verifier's tolerances are what a reviewer should see)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def state_fingerprint(env: Environment, task: Task | None, calls: Sequence[ToolCall], writes: Any = None) -> str:
-    """A strict fingerprint of the end state the calls leave.
-
-    For the workplace environment: every compared table's rows, base rows keyed by the base row
-    they came from, inserted rows as a multiset without their generated ids. For other
-    environments: the multiset of successful write calls (or of all successful calls when the
-    write tools are not known).
+def state_fingerprint(env: BaseEnvironment, task: Task | None, calls: Sequence[ToolCall], writes: Any = None) -> str:
+    """A strict fingerprint of the end state the calls leave: the environment's own
+    (`BaseEnvironment.state_fingerprint`; the workplace's tables), else the multiset of successful
+    write calls (or of all successful calls when the write tools are not known).
     """
     session, results = replay(env, task, calls)
-    table = getattr(session, "table", None)
-    world = getattr(session, "world", None)
-    if table is not None and world is not None:
-        from officegym.envs.workplace.world import COMPARED_TABLES, ID_COLUMNS, TABLE_COLUMNS
-
-        parts = {}
-        for name in COMPARED_TABLES:
-            state = table(name)
-            base_rows = world.tables.get(name, ())
-            id_col = ID_COLUMNS[name]
-            skip = TABLE_COLUMNS[name].index(id_col) if id_col else None
-            changed, new, present = [], [], set()
-            for row, origin in zip(state.rows, state.origins):
-                if origin is None:
-                    new.append([_cell(c) for i, c in enumerate(row) if i != skip])
-                    continue
-                present.add(origin)
-                # Rows the episode never touched are the world's own tuples: skip them cheaply.
-                if origin < len(base_rows) and row is base_rows[origin]:
-                    continue
-                changed.append([origin, [_cell(c) for c in row]])
-            deleted = [o for o in range(len(base_rows)) if o not in present]
-            parts[name] = {"changed": changed, "deleted": deleted, "new": sorted(new, key=json.dumps)}
-        return json.dumps(parts, sort_keys=True)
+    own = env.state_fingerprint(session)
+    if own is not None:
+        return own
     is_write = writes if callable(writes) else (writes.__contains__ if writes is not None else None)
     done = sorted(
         json.dumps([r.call.name, r.call.arguments], sort_keys=True, default=str)
@@ -220,7 +175,7 @@ def parse_calls_text(text: str) -> list[ToolCall]:
     return calls
 
 
-def replay_cleanly(env: Environment, task: Task, calls: Sequence[ToolCall]) -> list[ToolExecution]:
+def replay_cleanly(env: BaseEnvironment, task: Task, calls: Sequence[ToolCall]) -> list[ToolExecution]:
     """Replay a correction's calls; CorrectionError (with the tool's own error text) when one fails."""
     _, results = replay(env, task, calls)
     for i, r in enumerate(results, 1):
@@ -230,7 +185,7 @@ def replay_cleanly(env: Environment, task: Task, calls: Sequence[ToolCall]) -> l
 
 
 def check_correction(
-    env: Environment, task: Task, calls: Sequence[ToolCall], rollout_calls: Sequence[ToolCall] = (), mode: str | None = None
+    env: BaseEnvironment, task: Task, calls: Sequence[ToolCall], rollout_calls: Sequence[ToolCall] = (), mode: str | None = None
 ) -> CorrectionCheck:
     """Replay corrected ground-truth calls and re-verify them before they are saved.
 

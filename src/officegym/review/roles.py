@@ -47,7 +47,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, Verdict
@@ -231,11 +231,11 @@ def verdict_sentence(v: Verdict) -> str:
     return f"{label}, reward {v.reward:.4g}" + (f": {evidence}" if evidence else "")
 
 
-def check_role_correction(env: Environment, task: Task, row: dict[str, Any], calls: list[ToolCall],
+def check_role_correction(env: BaseEnvironment, task: Task, row: dict[str, Any], calls: list[ToolCall],
                           mode: str | None = None) -> CorrectionCheck:
     """Replay and verify a corrected final answer of a role rollout (see the module docstring).
     `calls` is the answer alone, or reads followed by one answer."""
-    answer_tools = frozenset(getattr(env, "write_tools", None) or ())
+    answer_tools = frozenset(env.write_tools or ())
     tools = " or ".join(sorted(answer_tools))
     if not calls or calls[-1].name not in answer_tools or any(c.name in answer_tools for c in calls[:-1]):
         raise CorrectionError(f"a correction of a {task.environment_name} rollout is its final answer: one call of {tools} "

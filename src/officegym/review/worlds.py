@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.registry import make, takes_world
 
 # What `officegym eval` uses without --world: the generated world of seed 0, reference size.
@@ -103,9 +103,9 @@ class Environments:
         self.override = override
         self._lock = threading.Lock()
         self._worlds: dict[str, Any] = {}
-        self._envs: dict[tuple[str, str, str | None], Environment] = {}
+        self._envs: dict[tuple[str, str, str | None], BaseEnvironment] = {}
 
-    def get(self, env_name: str, spec: dict[str, Any] | None, mode: str | None = None) -> Environment:
+    def get(self, env_name: str, spec: dict[str, Any] | None, mode: str | None = None) -> BaseEnvironment:
         spec = self.override or spec or DEFAULT_WORLD
         key = (env_name, spec_key(spec), mode)
         with self._lock:

@@ -31,7 +31,7 @@ def make_reward_fn(spec: Any, env: Any, invalid_call_penalty: float = 0.0) -> An
     verifier's own score without a penalty (the loop reads it from the verdict)."""
     from officegym.rewards import training_reward
 
-    return training_reward(spec, writes=getattr(env, "write_tools", None), invalid_call_penalty=invalid_call_penalty)
+    return training_reward(spec, writes=env.write_tools, invalid_call_penalty=invalid_call_penalty)
 
 
 def loop_config(cfg: RunConfig, temperature: float, seed: int | None = None, validation: bool = False) -> LoopConfig:

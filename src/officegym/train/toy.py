@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from officegym.core.environment import BaseEnvironment
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolSpec, Verdict
 
@@ -51,7 +52,7 @@ def make_tasks(n: int, seed: int = 0, numbers: Sequence[int] = range(10)) -> lis
     return tasks
 
 
-class PickSession:
+class PickSession(BaseSession):
     def __init__(self) -> None:
         self.picked: list[Any] = []
 

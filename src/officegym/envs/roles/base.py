@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from officegym.core.environment import BaseEnvironment
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
 from officegym.envs.roles.prose import (
@@ -165,7 +166,7 @@ def optimality_reward(feasible: bool, ratio: float, optimal: bool) -> float:
     return (0.5 * optimal + 0.5 * max(0.0, min(1.0, ratio))) if feasible else 0.0
 
 
-class RoleSession:
+class RoleSession(BaseSession):
     """One episode over a scenario. Read tools answer from the scenario; the first valid answer
     call is final and later ones are refused. Never raises on model input."""
 

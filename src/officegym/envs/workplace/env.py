@@ -1,12 +1,13 @@
-"""WorkplaceEnvironment: the Environment protocol over a loaded world."""
+"""WorkplaceEnvironment: the environment contract (core/environment.py) over a loaded world."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from officegym.core.environment import BaseEnvironment
+from officegym.core.environment import Announce, BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
 from officegym.envs.workplace.session import WorkplaceSession
@@ -24,6 +25,7 @@ class WorkplaceEnvironment(BaseEnvironment):
     name = NAME
     modes = MODES
     takes_world = True
+    sdg_templates = True
     nemo_gym_server = "WorkbenchResourcesServer"
     write_tools = WRITE_TOOLS
 
@@ -36,13 +38,27 @@ class WorkplaceEnvironment(BaseEnvironment):
 
     @property
     def world_path(self) -> str | None:
-        return getattr(self.world, "path", None)
+        return self.world.path
 
     @classmethod
-    def default_world(cls) -> Path:
+    def default_world(cls, announce: Announce | None = None) -> Path:
         from officegym.envs.workplace.generate.default import default_world
 
-        return default_world()
+        return default_world(announce)
+
+    @classmethod
+    def load_world(cls, path: str | os.PathLike[str]) -> World:
+        return load_world(path)
+
+    @classmethod
+    def generate_world(cls, folder: Path | None = None, **options: Any) -> Path | World:
+        """A generated world (generate.generate_world's seed, size, now, company, user)."""
+        from officegym.envs.workplace.generate import generate_world, write_world
+
+        made = generate_world(**options)
+        if folder is not None:
+            return write_world(made, folder, overwrite=True)
+        return made.to_world(f"<generated seed {options.get('seed')}>")
 
     @property
     def world_id(self) -> str | None:
@@ -73,3 +89,8 @@ class WorkplaceEnvironment(BaseEnvironment):
 
     def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         return verify_calls(self.world, calls, task.ground_truth, mode or self.mode)
+
+    def state_fingerprint(self, session: WorkplaceSession) -> str:
+        from officegym.envs.workplace.fingerprint import table_fingerprint
+
+        return table_fingerprint(session)

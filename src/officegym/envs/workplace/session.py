@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from officegym.core.session import BaseSession
 from officegym.core.types import ToolCall, ToolResult
 from officegym.envs.workplace.results import Rejected, invalid_json_result, not_an_object_result, tool_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
@@ -16,7 +17,7 @@ from officegym.envs.workplace.world import TABLE_COLUMNS, World
 _SESSION_BYTES = 1024
 
 
-class WorkplaceSession:
+class WorkplaceSession(BaseSession):
     """One isolated episode over a world. Creating one copies nothing; the first write to a table
     copies that table's row list (the rows themselves are shared immutable tuples)."""
 
