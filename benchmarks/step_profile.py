@@ -73,7 +73,8 @@ def main() -> None:
     counts: dict[str, int] = defaultdict(int)
 
     def step(drawn: list, count: bool) -> None:
-        batches = conversation_batches(drawn, s.micro_batch_size, pad, tm.device, share != "off", s.micro_batch_tokens)
+        batches = conversation_batches(drawn, s.micro_batch_size, pad, tm.device, share != "off", s.micro_batch_tokens,
+                                       prefix_free=share == "no_grad")
         trained = sum(int(b["loss_mask"].sum()) for b in batches)
         for b in batches:
             if count:

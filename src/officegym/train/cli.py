@@ -1,4 +1,5 @@
-"""`officegym train sft|grpo --config C.yaml [dotted.key=value ...]` and `officegym plot RUN_DIR`."""
+"""`officegym train sft|grpo --config C.yaml [dotted.key=value ...]`, `officegym train export RUN_DIR
+--out DIR [--step N]` and `officegym plot RUN_DIR`."""
 
 from __future__ import annotations
 
@@ -61,6 +62,21 @@ def sft(config: ConfigOpt = None, overrides: Overrides = None) -> None:
 def grpo(config: ConfigOpt = None, overrides: Overrides = None) -> None:
     """GRPO with the environment's verifier as the reward (resumable: rerun to continue)."""
     _run("grpo", config, overrides)
+
+
+@train_app.command("export")
+def export(run_dir: Annotated[Path, typer.Argument(help="A training run folder (holds config.yaml and checkpoints/).")],
+           out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the merged model (vllm:DIR or hf:DIR load it).")],
+           step: Annotated[int | None, typer.Option("--step", help="Which checkpoint; omitted: the latest.")] = None) -> None:
+    """Export one checkpoint of a run as a standalone model (merged weights and tokenizer)."""
+    from officegym.train.export import export_checkpoint
+    from officegym.train.modeling import ModelSetupError
+
+    try:
+        path, got = export_checkpoint(run_dir, out, step)
+    except ModelSetupError as exc:
+        _fail(str(exc))
+    console.print(f"step {got} of {run_dir} exported to {path}")
 
 
 def plot_command(run_dir: Annotated[Path, typer.Argument(help="A training run folder (holds metrics.jsonl).")]) -> None:
