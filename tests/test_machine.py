@@ -141,3 +141,31 @@ def test_a_chosen_thread_count_is_kept_and_not_measured(monkeypatch):
         assert machine.thread_metrics(1, None) == {"machine/threads": 1.0}
     finally:
         torch.set_num_threads(before)
+
+
+def test_niced_work_counts_as_busy_only_where_it_gives_way(monkeypatch, tmp_path):
+    """/proc/stat's "nice" column is time of niced processes: with autogroup off they yield to a
+    process at nice 0, so the cores they hold are free for it; with autogroup on they do not."""
+    import builtins
+
+    from officegym import machine
+
+    stat = "cpu  100 300 0 600 0 0 0 0 0 0\n"  # user, nice, system, idle, ...
+    real_open = builtins.open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/stat":
+            return real_open(tmp_path / "stat", *a, **k)
+        if path == "/proc/sys/kernel/sched_autogroup_enabled":
+            return real_open(tmp_path / "autogroup", *a, **k)
+        return real_open(path, *a, **k)
+
+    (tmp_path / "stat").write_text(stat)
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(machine.os, "getpriority", lambda *a: 0)
+    (tmp_path / "autogroup").write_text("1\n")
+    assert machine._cpu_times() == (400.0, 1000.0)
+    (tmp_path / "autogroup").write_text("0\n")
+    assert machine._cpu_times() == (100.0, 1000.0)
+    monkeypatch.setattr(machine.os, "getpriority", lambda *a: 5)  # niced ourselves: others need not yield
+    assert machine._cpu_times() == (400.0, 1000.0)

@@ -20,8 +20,24 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def niced_load_yields() -> bool:
+    """Whether processes running at a positive nice value give way to this one: it is not niced
+    itself, and the scheduler does not group processes by session (with autogroup on, nice only
+    orders the processes of one session, so a niced job elsewhere competes as an equal)."""
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > 0:
+            return False
+        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as f:
+            return f.read().strip() == "0"
+    except FileNotFoundError:  # a kernel without autogroup: nice applies machine-wide
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def _cpu_times() -> tuple[float, float] | None:
-    """(busy, total) jiffies summed over all cores, from /proc/stat (None where it does not exist)."""
+    """(busy, total) jiffies summed over all cores, from /proc/stat (None where it does not exist);
+    time of niced processes does not count as busy when they give way to this one."""
     try:
         with open("/proc/stat", encoding="ascii") as f:
             fields = f.readline().split()
@@ -31,6 +47,8 @@ def _cpu_times() -> tuple[float, float] | None:
         return None
     values = [float(v) for v in fields[1:]]
     idle = values[3] + (values[4] if len(values) > 4 else 0.0)  # idle + iowait
+    if niced_load_yields():
+        idle += values[1]  # "nice": a core they hold is ours when we ask
     return sum(values[:8]) - idle, sum(values[:8])
 
 
