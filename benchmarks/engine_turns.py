@@ -49,8 +49,9 @@ def main() -> None:
     from vllm.inputs import TokensPrompt
 
     from officegym.agent import vllm_engine
-    from officegym.agent.formats import render_chatml, responses_items_to_chat_messages
+    from officegym.agent.chatml import render_chatml
     from officegym.agent.hf_chat import FORCED_FORMATS
+    from officegym.agent.messages import responses_items_to_chat_messages
     from officegym.agent.models import resolve_model
     from officegym.core.task import read_tasks
 

@@ -3,7 +3,7 @@
     python benchmarks/tool_format_tokens.py --tasks RUN/tasks/train.jsonl [--model smollm2-135m]
 
 For every task of the file, the first prompt a model sees (system turn with the task's tools, user
-turn, generation prompt) rendered in each tool format (agent/formats.py: `json`, the default
+turn, generation prompt) rendered in each tool format (agent/chatml.py: `json`, the default
 template, and `signatures`, `model.chat_template=officegym-signatures`) and tokenised with the
 model's tokenizer. Prints per template the median prompt length in each format and their ratio, and
 the same for a prompt offering all 27 workplace tools (NeMo Gym's datasets offer them all). Only
@@ -20,7 +20,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from officegym.agent.formats import TOOL_FORMATS, render_chatml, responses_items_to_chat_messages
+from officegym.agent.chatml import TOOL_FORMATS, render_chatml
+from officegym.agent.messages import responses_items_to_chat_messages
 from officegym.agent.models import resolve_model
 from officegym.core.task import read_tasks
 from officegym.envs.workplace.specs import TOOL_SPECS

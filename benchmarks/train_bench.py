@@ -75,7 +75,8 @@ def trl_side(args: argparse.Namespace, use_vllm: bool = False) -> list[dict[str,
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from officegym.agent.formats import parse_text_tool_calls, render_chatml
+    from officegym.agent.chatml import render_chatml
+    from officegym.agent.tool_call_parser import parse_text_tool_calls
     from officegym.core.task import read_tasks
     from officegym.envs.workplace.env import WorkplaceEnvironment
     from officegym.train.data import restrict_tools

@@ -8,24 +8,24 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from officegym.agent.formats import (
+from officegym.agent.chatml import (
     END_OF_TURN_MARKERS,
     GENERATION_PROMPT,
     IM_END,
     SIGNATURES_CHAT_TEMPLATE,
     TOOL_CHAT_TEMPLATE,
     TOOL_FORMATS,
-    ParsedText,
-    assistant_message,
     assistant_text,
-    chat_messages_to_responses_items,
     chat_tools,
-    completion_from_text,
-    parse_text_tool_calls,
     render_chatml,
-    responses_items_to_chat_messages,
     tool_format_of,
 )
+from officegym.agent.messages import (
+    assistant_message,
+    chat_messages_to_responses_items,
+    responses_items_to_chat_messages,
+)
+from officegym.agent.tool_call_parser import ParsedText, completion_from_text, parse_text_tool_calls
 from officegym.core.policy import Completion
 from officegym.core.types import ToolCall, ToolSpec
 

@@ -23,9 +23,10 @@ transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 from officegym.agent import models  # noqa: E402
-from officegym.agent.formats import TOOL_CHAT_TEMPLATE, assistant_message  # noqa: E402
+from officegym.agent.chatml import TOOL_CHAT_TEMPLATE  # noqa: E402
 from officegym.agent.hf import HFPolicy  # noqa: E402
 from officegym.agent.hf_loading import ModelLoadError  # noqa: E402
+from officegym.agent.messages import assistant_message  # noqa: E402
 from officegym.agent.models import ModelResolutionError, ensure_tool_template, renders_tools, resolve_model  # noqa: E402
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams  # noqa: E402
 from officegym.core.trajectory import Trajectory, Turn  # noqa: E402
@@ -269,7 +270,7 @@ def test_ledger_scaffold_after_a_finished_or_cut_turn(policy, ended):
     text = '<tool_call>\n{"name": "email_send_email", "arguments": {"recipient": "ana.lee@acme.com"}}\n</tool_call>'
     sampled = policy.encode(text) + ([policy._eot_id] if ended else [])
     previous = Completion(prompt_ids=prompt, completion_ids=sampled, logprobs=[-1.0] * len(sampled))
-    from officegym.agent.formats import parse_text_tool_calls
+    from officegym.agent.tool_call_parser import parse_text_tool_calls
 
     parsed = parse_text_tool_calls(text)
     request = _next_request(first, Completion(text=parsed.content, tool_calls=parsed.calls), output="sent")
@@ -327,7 +328,7 @@ def test_tool_template_is_installed_only_when_tools_would_be_dropped(policy):
 def test_signatures_template_is_chosen_saved_and_kept(tiny_dir, tmp_path):
     """chat_template=officegym-signatures renders tools as compact signatures (and the prompt is
     shorter); a tokenizer saved with it keeps it under auto, as a model trained with it is evaluated."""
-    from officegym.agent.formats import SIGNATURES_CHAT_TEMPLATE, render_chatml
+    from officegym.agent.chatml import SIGNATURES_CHAT_TEMPLATE, render_chatml
 
     compact = HFPolicy(str(tiny_dir), device="cpu", threads=1, chat_template="officegym-signatures").load()
     assert compact.template_name.startswith("officegym SIGNATURES_CHAT_TEMPLATE")

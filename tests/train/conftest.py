@@ -65,7 +65,7 @@ def tiny_deep_model_dir(tmp_path_factory) -> Path:
 def toy_model_dir(tmp_path_factory) -> Path:
     """A model for the pick task: BPE merged across spaces, so that the call a correct answer needs
     is a handful of tokens, and a slightly larger 2-layer Llama."""
-    from officegym.agent.formats import render_chatml
+    from officegym.agent.chatml import render_chatml
     from officegym.train import toy
 
     corpus = []

@@ -239,7 +239,7 @@ def tiny_policy(tmp_path_factory):
 
 
 def test_two_turn_hf_rollout_rows_pass_the_audit_and_match_a_forward_pass(tiny_policy):
-    from officegym.agent.formats import assistant_message
+    from officegym.agent.messages import assistant_message
     from officegym.core.policy import PolicyRequest, SamplingParams
     from officegym.core.types import ToolSpec
 

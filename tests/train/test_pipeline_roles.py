@@ -254,7 +254,7 @@ def test_the_role_configs_leave_room_for_the_oracle_s_answers(role):
     model in the cache)."""
     import asyncio
 
-    from officegym.agent.formats import IM_END, assistant_text, render_chatml
+    from officegym.agent.chatml import IM_END, assistant_text, render_chatml
     from officegym.agent.loop import LoopConfig, run_rollouts
     from officegym.agent.scripted import OraclePolicy
     from officegym.core import registry

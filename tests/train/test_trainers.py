@@ -63,7 +63,7 @@ def test_sft_with_the_signatures_template_trains_on_it_and_saves_it(tmp_path, ma
     evaluations (chat_template auto) see the prompts it was trained on."""
     from transformers import AutoTokenizer
 
-    from officegym.agent.formats import SIGNATURES_CHAT_TEMPLATE
+    from officegym.agent.chatml import SIGNATURES_CHAT_TEMPLATE
     from officegym.train.data import make_environment
     from officegym.train.modeling import load_train_model, token_renderer
     from officegym.train.sft import build_examples, train_sft

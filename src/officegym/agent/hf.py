@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from officegym.agent.formats import IM_END, parse_text_tool_calls
+from officegym.agent.chatml import IM_END
 from officegym.agent.hf_chat import TEMPLATES, HFChat
 from officegym.agent.hf_conversations import DEFAULT_BUDGET_MB, ConversationCache
 from officegym.agent.hf_decoding import HFDecoding, Row, common_prefix_length
 from officegym.agent.hf_loading import CPU_BATCH, DEVICES, DTYPES, HFLoading
+from officegym.agent.tool_call_parser import parse_text_tool_calls
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 
 SPLIT_SHARED_LOSS = 128  # start a new chunk rather than shorten the chunk's shared prefix by more

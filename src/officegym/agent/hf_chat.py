@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from officegym.agent.formats import END_OF_TURN_MARKERS, IM_END, chat_tools, render_chatml, tool_format_of
+from officegym.agent.chatml import END_OF_TURN_MARKERS, IM_END, chat_tools, render_chatml, tool_format_of
 from officegym.agent.hf_decoding import common_prefix_length
 from officegym.agent.hf_loading import ModelLoadError
 from officegym.agent.models import ensure_tool_template, template_name

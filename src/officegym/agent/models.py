@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from officegym.agent.formats import TOOL_FORMATS
+from officegym.agent.chatml import TOOL_FORMATS
 from officegym.core.cache import cache_root
 
 MARKER = "officegym-model.json"

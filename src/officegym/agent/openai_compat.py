@@ -18,7 +18,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from officegym.agent.formats import chat_messages_to_responses_items, parse_text_tool_calls
+from officegym.agent.messages import chat_messages_to_responses_items
+from officegym.agent.tool_call_parser import parse_text_tool_calls
 from officegym.core.policy import Completion, PolicyRequest, PolicyUnusable, SamplingParams
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
 

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from officegym.agent.formats import assistant_message
+from officegym.agent.messages import assistant_message
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import BfclCase
 from officegym.bench.bfcl_score import backend_error_verdict, call_row

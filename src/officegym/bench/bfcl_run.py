@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.batching import Batcher
-from officegym.agent.formats import responses_items_to_chat_messages
+from officegym.agent.messages import responses_items_to_chat_messages
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import LIVE_AST, BfclCase
 from officegym.bench.bfcl_multi_turn import run_and_row

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from officegym.agent.formats import responses_items_to_chat_messages
 from officegym.agent.loop import LoopConfig, run_rollouts
+from officegym.agent.messages import responses_items_to_chat_messages
 from officegym.core.files import read_jsonl_text
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.rollout_row import RolloutRowError, parse
