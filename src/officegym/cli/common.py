@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from officegym.core import registry
 from officegym.core.inputs import input_file
 
 console = Console(stderr=True)
@@ -30,24 +31,28 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def default_world() -> Path:
-    """Without --world: the generated world of seed 0 (reference size), made once into the cache."""
-    from officegym.envs.workplace.generate import default_world as make_default_world
-
-    return make_default_world(announce=lambda text: console.print(text, markup=False))
-
-
-def load_world(path: Path | None):
-    """The workplace world at `path` (the default world without one); a folder that is no world
-    ends the command."""
-    from officegym.envs.workplace.world import WorldFormatError
-    from officegym.envs.workplace.world import load_world as load
-
+def default_world(env: str = registry.DEFAULT_ENVIRONMENT) -> Path:
+    """Without --world: the default world of environment `env` (the workplace's: the generated world
+    of seed 0, reference size), made once into the cache."""
+    path = registry.environment_class(env).default_world(announce=say)
     if path is None:
-        path = default_world()
+        fail(f"{env} has no default world: pass --world")
+    return path
+
+
+def say(text: str) -> None:
+    """Print plain text (no markup) on the console."""
+    console.print(text, markup=False)
+
+
+def load_world(path: Path | None, env: str = registry.DEFAULT_ENVIRONMENT):
+    """The world of environment `env` at `path` (its default world without one); a folder that is
+    no world ends the command."""
+    if path is None:
+        path = default_world(env)
     try:
-        return load(path)
-    except WorldFormatError as exc:
+        return registry.environment_class(env).load_world(path)
+    except ValueError as exc:
         fail(str(exc))
 
 

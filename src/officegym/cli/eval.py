@@ -117,10 +117,10 @@ def verify(
             rows = itertools.chain([first] if first is not None else [], rows)
         path = world_for(world, ids, allow_world_mismatch)
         w = load_world(path)
-        refuse_other_world(path, w, ids, allow_world_mismatch)
+        refuse_other_world(path, ids, allow_world_mismatch)
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends
         # the command before anything is written.
-        verdicts = list(verify_rollouts(w, checked_rows(rows, path, w, allow_world_mismatch), index, mode))
+        verdicts = list(verify_rollouts(w, checked_rows(rows, path, allow_world_mismatch), index, mode))
     except UnicodeDecodeError:
         input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
         raise

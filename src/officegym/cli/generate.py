@@ -10,6 +10,7 @@ import typer
 from officegym.cli.common import console, default_world, fail, parse_difficulty
 from officegym.cli.ray_options import RayAddressOpt, RayOpt, RayWorkerCpusOpt, RayWorkersOpt, ray_options
 from officegym.core import registry
+from officegym.core.environment import EnvironmentSetupError
 from officegym.core.inputs import input_dir, output_dir
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate synthetic data: worlds and verified tasks.")
@@ -77,11 +78,14 @@ def generate_tasks_command(
     if (ray or ray_address) and not teacher:
         fail("--ray runs the teacher's episodes on Ray: it needs --teacher")
     try:
-        own_generator, sdg_worlds = registry.has_task_generator(env), registry.takes_world(env)
+        own_generator, sdg_worlds = registry.has_task_generator(env), registry.environment_class(env).sdg_templates
     except registry.UnknownEnvironmentError as exc:
         fail(str(exc))
     if own_generator:
-        _generate_env_tasks(env, out, n, seed, levels)
+        in_world = world if world and registry.takes_world(env) else None
+        if in_world and len(in_world) > 1:
+            fail(f"{env} generates its tasks in one world: pass one --world")
+        _generate_env_tasks(env, out, n, seed, levels, in_world[0] if in_world else None)
         _export_hf(out, hf, hf_push)
         typer.echo(str(out))
         return
@@ -92,7 +96,7 @@ def generate_tasks_command(
     from officegym.envs.workplace.world import WorldFormatError
     from officegym.sdg.dataset import build_dataset, write_dataset
 
-    worlds = [input_dir(w, "world folder") for w in world] if world else [default_world()]
+    worlds = [input_dir(w, "world folder") for w in world] if world else [default_world(env)]
     with progress(console, with_info=False) as bar:
         job = bar.add_task("generating tasks", total=n)
         try:
@@ -159,17 +163,19 @@ def _say_why_splits_are_empty(rows: dict[str, list], templates: bool = True) -> 
                   f"10 each){hint}[/]", soft_wrap=True)
 
 
-def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tuple[int, int] | None = None) -> None:
-    """Tasks of an environment with its own generator (sdg.env_tasks), split by task id."""
+def _generate_env_tasks(env: str, out: Path, n: int, seed: int, difficulty: tuple[int, int] | None = None,
+                        world: Path | None = None) -> None:
+    """Tasks of an environment with its own generator (sdg.env_tasks), split by task id; `world` for
+    one that takes a world (its default world without one)."""
     from officegym.sdg.env_tasks import generate_env_tasks, write_env_tasks
 
     if n < 1:
         fail("--n must be at least 1")
     try:
-        made = registry.make(env)
-    except registry.UnknownEnvironmentError as exc:
+        made = registry.make(env, world=input_dir(world, "world folder") if world is not None else None)
+    except EnvironmentSetupError as exc:
         fail(str(exc))
-    if not hasattr(made, "generate_tasks"):
+    if not made.has_task_generator:
         fail(f"environment {env!r} has no task generator")
     try:
         task_set = generate_env_tasks(made, n, seed, difficulty, name=registry.canonical_name(env))

@@ -49,7 +49,7 @@ def serve(
     except registry.UnknownEnvironmentError as exc:
         fail(str(exc))
     if with_world:
-        w = load_world(world)  # without --world: the default generated world, as for the other commands
+        w = load_world(world, env)  # without --world: its default world, as for the other commands
         where = f" ({w.path})"
     elif world is not None:
         fail(f"{env} takes no world: its sessions are seeded from the task rows")

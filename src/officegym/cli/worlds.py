@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from officegym.cli.common import console, default_world, fail
+from officegym.cli.common import default_world, fail, say
 from officegym.core import registry
 
 MISMATCH_FLAG = "--allow-world-mismatch"
@@ -29,26 +29,24 @@ def world_ids(rows: Iterable[Any]) -> list[str]:
     return sorted(ids)
 
 
-def world_for(given: Path | None, ids: list[str], allow_mismatch: bool = False) -> Path:
-    """The world folder to use: `given`; else the one the rows name, generated into the cache when it
-    is a generated world; else the default world. Rows naming a world that cannot be made end the
-    command with the --world to pass."""
+def world_for(given: Path | None, ids: list[str], allow_mismatch: bool = False,
+              env: str = registry.DEFAULT_ENVIRONMENT) -> Path:
+    """The world folder of environment `env` to use: `given`; else the one the rows name, made again
+    into the cache when the environment can (BaseEnvironment.world_named); else its default world.
+    Rows naming a world that cannot be made end the command with the --world to pass."""
     if given is not None:
         return given
     if not ids:
-        return default_world()
+        return default_world(env)
     if len(ids) > 1:
         fail(f"the tasks were made in {len(ids)} worlds ({', '.join(ids)}): evaluate each world's tasks with its "
              f"--world (or pass one --world and {MISMATCH_FLAG})")
-    from officegym.envs.workplace.generate.default import generated_world, parse_generated_id
-
-    generated = parse_generated_id(ids[0])
-    if generated is None:
+    path = registry.world_named(env, ids[0], announce=say)
+    if path is None:
         fail(f"the tasks were made in world {ids[0]!r}: pass that world's folder with --world")
-    seed, size = generated
-    console.print(f"the tasks were made in world {ids[0]}: using the generated world of seed {seed} ({size} size); "
-                  "pass --world if it was generated with --now, --company or --user", markup=False)
-    return generated_world(seed, size, announce=lambda text: console.print(text, markup=False))
+    say(f"the tasks were made in world {ids[0]}: using that world, made again from its id; pass --world if it was "
+        "generated with options its id does not name (--now, --company or --user)")
+    return path
 
 
 def world_id_at(path: Path) -> str:
@@ -58,18 +56,19 @@ def world_id_at(path: Path) -> str:
     return world_id_of(path)
 
 
-def refuse_other_world(path: Path, world: Any, ids: list[str], allow_mismatch: bool = False) -> None:
-    """End the command when the rows were made in another world than the one at `path`."""
+def refuse_other_world(path: Path, ids: list[str], allow_mismatch: bool = False, have: str | None = None) -> None:
+    """End the command when the rows were made in another world than the one at `path` (whose id is
+    `have` when the caller knows it)."""
     if not ids or allow_mismatch:
         return
-    have = world_id_at(path)
+    have = have or world_id_at(path)
     others = [i for i in ids if i != have]
     if others:
         fail(f"the tasks were made in world {others[0]}, but the world at {path} is {have}: pass --world with the "
              f"world they were made in (or {MISMATCH_FLAG} to use this one anyway)")
 
 
-def checked_rows(rows: Iterable[tuple[int, Any]], path: Path, world: Any,
+def checked_rows(rows: Iterable[tuple[int, Any]], path: Path,
                  allow_mismatch: bool = False) -> Iterator[tuple[int, Any]]:
     """(line, row) pairs as they stream by, ending the command at the first row made in another
     world than the one at `path` (rows naming no world pass)."""
@@ -94,10 +93,10 @@ def environment_for_tasks(env: str | None, world: Path | None, mode: str | None,
         env_name = choose_environment(env, tasks)
         ids = world_ids(tasks) if registry.takes_world(env_name) else []
         if registry.takes_world(env_name):
-            world = world_for(world, ids, allow_world_mismatch)
-        environment, mode = open_environment(env_name, world, mode, default_world=default_world)
+            world = world_for(world, ids, allow_world_mismatch, env_name)
+        environment, mode = open_environment(env_name, world, mode)
     except EnvironmentSetupError as exc:
         fail(str(exc))
     if ids and environment.world_path:
-        refuse_other_world(Path(environment.world_path), getattr(environment, "world", None), ids, allow_world_mismatch)
+        refuse_other_world(Path(environment.world_path), ids, allow_world_mismatch, environment.world_id)
     return env_name, environment, mode

@@ -80,9 +80,9 @@ class BaseEnvironment:
         return None
 
     @classmethod
-    def world_named(cls, world_id: str) -> Path | None:
+    def world_named(cls, world_id: str, announce: Announce | None = None) -> Path | None:
         """The folder of the world task rows name by `world_id` when it can be made again (built
-        into the cache on first use), else None."""
+        into the cache on first use; `announce` is told before it is), else None."""
         return None
 
     @classmethod
@@ -164,8 +164,8 @@ class EnvironmentWrapper(BaseEnvironment):
     def default_world(self, announce: Announce | None = None) -> Path | None:  # type: ignore[override]
         return self.env.default_world(announce)
 
-    def world_named(self, world_id: str) -> Path | None:  # type: ignore[override]
-        return self.env.world_named(world_id)
+    def world_named(self, world_id: str, announce: Announce | None = None) -> Path | None:  # type: ignore[override]
+        return self.env.world_named(world_id, announce)
 
     def load_world(self, path: str | Path) -> Any:  # type: ignore[override]
         return self.env.load_world(path)

@@ -104,10 +104,10 @@ def make(name: str, *, world: Any = None, mode: str | None = None) -> BaseEnviro
     return env
 
 
-def world_named(name: str, world_id: str) -> Path | None:
+def world_named(name: str, world_id: str, announce: Callable[[str], None] | None = None) -> Path | None:
     """The folder of the world `world_id` of the environment registered as `name`, when that
     environment can make it again (BaseEnvironment.world_named), else None."""
-    return environment_class(canonical_name(name)).world_named(world_id)
+    return environment_class(canonical_name(name)).world_named(world_id, announce)
 
 
 def takes_world(name: str) -> bool:

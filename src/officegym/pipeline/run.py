@@ -4,12 +4,13 @@ Every stage writes into one run folder and is skipped when its output is already
 interrupted pipeline resumes by running the same command again. The resolved config is saved as
 `config.yaml` in the run folder.
 
-The environment (`env`) decides what the stages do, by what it says of itself: one that takes a
-world (the workplace) gets the world stage and template tasks over that world; one that takes none
-(the roles) has the world stage recorded as not needed in stages.json, and its tasks come from its
-own generator. SFT imitates the oracle's rollouts on the train split for environments that generate
-their own tasks (`sft_data: auto`), and the baselines stage evaluates scripted policies (greedy and
-oracle for the roles) on the same tasks as the models, for the report to put beside them.
+The environment (`env`) decides what the stages do, by what it declares (core/environment.py): one
+that takes a world gets the world stage (its own world generator); one that takes none (the roles)
+has the world stage recorded as not needed in stages.json. Its tasks come from sdg's templates over
+the world when it declares `sdg_templates` (the workplace), else from its own generator. SFT
+imitates the oracle's rollouts on the train split for environments that generate their own tasks
+(`sft_data: auto`), and the baselines stage evaluates scripted policies (greedy and oracle for the
+roles) on the same tasks as the models, for the report to put beside them.
 """
 
 from __future__ import annotations
@@ -49,8 +50,13 @@ class Pipeline:
 
     @property
     def takes_world(self) -> bool:
-        """Whether the environment is built from a world (the workplace): then the world stage runs."""
+        """Whether the environment is built from a world: then the world stage runs."""
         return registry.takes_world(self.env_name)
+
+    @property
+    def sdg_templates(self) -> bool:
+        """Whether the tasks come from sdg's templates over the world (else the environment's own generator)."""
+        return registry.environment_class(self.env_name).sdg_templates
 
     def environment(self) -> Any:
         """The environment, built once (after the world stage, for one that takes a world)."""
@@ -64,16 +70,16 @@ class Pipeline:
 
         name, t = self.cfg.env, self.cfg.tasks
         try:
-            made = registry.factory(name)
-            takes_world, own_tasks = registry.takes_world(name), registry.has_task_generator(name)
+            declared = registry.environment_class(name)
         except EnvironmentSetupError as exc:
             raise PipelineError(f"env: {exc}") from None
-        seats = getattr(made, "seats", ())
+        own_tasks = registry.has_task_generator(name)
+        seats = declared.seats
         if seats:
             raise PipelineError(f"env: {self.env_name} is a multi-agent environment (seats: {', '.join(seats)}); the "
                                 "pipeline trains one policy on single-agent episodes. Train a role that sits in it "
                                 "(roles/cto, roles/cost, roles/risk, roles/reconcile) instead")
-        if takes_world:
+        if declared.sdg_templates:
             if t.demonstrated is not None and t.templates is not None and set(t.demonstrated) - set(t.templates):
                 raise PipelineError(f"tasks.demonstrated: {', '.join(sorted(set(t.demonstrated) - set(t.templates)))} "
                                     "not in tasks.templates")
@@ -82,9 +88,9 @@ class Pipeline:
                                     "difficulty levels are for environments that generate their own tasks")
             return
         if not own_tasks:
-            raise PipelineError(f"env: {self.env_name} takes no world and has no task generator of its own, so the "
+            raise PipelineError(f"env: {self.env_name} has no task generator of its own and no task templates, so the "
                                 "pipeline has no tasks for it")
-        if self.cfg.world.path is not None:
+        if self.cfg.world.path is not None and not declared.takes_world:
             raise PipelineError(f"world.path: {self.env_name} takes no world (its scenarios come from the task rows)")
         if (t.templates is not None or t.holdout_templates or t.demonstrated is not None or t.holdout_wordings
                 or t.tools == "mixed"):
@@ -246,17 +252,18 @@ class Pipeline:
 
     # -- stages -------------------------------------------------------------------------------
     def _world(self) -> None:
+        declared = registry.environment_class(self.env_name)
         if self.cfg.world.path:
-            if not (self.world_dir / "processed").is_dir():
-                raise PipelineError(f"world: {self.world_dir} is not a csv_data folder")
+            try:
+                self._environment = registry.make(self.env_name, world=declared.load_world(self.world_dir))
+            except ValueError as exc:
+                raise PipelineError(f"world: {self.world_dir} is no world of {self.env_name}: {exc}") from None
             return
-        from officegym.envs.workplace.generate import generate_world, write_world
-
-        write_world(generate_world(self.cfg.world.seed, self.cfg.world.size), self.world_dir, overwrite=True)
+        declared.generate_world(self.world_dir, seed=self.cfg.world.seed, size=self.cfg.world.size)
 
     def _tasks(self) -> None:
         t = self.cfg.tasks
-        if not self.takes_world:  # check_setup made sure it generates its own
+        if not self.sdg_templates:  # check_setup made sure it generates its own
             from officegym.sdg.env_tasks import generate_env_tasks, write_env_tasks
 
             task_set = generate_env_tasks(self.environment(), t.n, t.seed, t.difficulty, name=self.env_name,
@@ -393,7 +400,8 @@ class Pipeline:
         metrics["subsets"] = subset_metrics(result.rows, tasks, env.write_tools)
         if reference is not None:
             metrics["subsets"]["reference"] = reference
-        title = f"officegym pipeline, {name}: {spec}" + ("" if self.takes_world else f" on {self.env_name}")
+        title = f"officegym pipeline, {name}: {spec}" + ("" if self.env_name == registry.DEFAULT_ENVIRONMENT
+                                                          else f" on {self.env_name}")
         try:
             write_report(out, metrics, result.rows, title=title)
         except Exception as exc:  # the stage's own report is a nicety; its metrics are what the pipeline needs
@@ -404,8 +412,8 @@ class Pipeline:
 
     def _reference(self, name: str, out: Path, policy: Any, config: Any) -> dict[str, Any] | None:
         """A model evaluation's run on NeMo Gym's example tasks (eval.reference), into OUT/reference."""
-        if name not in EVALUATIONS or out != self.out / name or not self.takes_world:
-            return None
+        if name not in EVALUATIONS or out != self.out / name or self.env_name != registry.DEFAULT_ENVIRONMENT:
+            return None  # NeMo Gym's example tasks are the default environment's
         from officegym.pipeline.reference_set import evaluate_reference, find_reference
 
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.environment import BaseEnvironment
-from officegym.core.registry import make, takes_world
+from officegym.core.registry import DEFAULT_ENVIRONMENT, canonical_name, environment_class, make, takes_world
 
 # What `officegym eval` uses without --world: the generated world of seed 0, reference size.
 DEFAULT_WORLD: dict[str, Any] = {"generated": {"seed": 0, "size": "reference"}}
@@ -70,24 +70,20 @@ def spec_key(spec: dict[str, Any]) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
-def load_spec(spec: dict[str, Any]):
-    """The World a spec names (raises WorldSpecError with the reason)."""
-    from officegym.envs.workplace.world import WorldFormatError, load_world
-
+def load_spec(spec: dict[str, Any], env_name: str = DEFAULT_ENVIRONMENT):
+    """The world of environment `env_name` a spec names (raises WorldSpecError with the reason)."""
+    declared = environment_class(env_name)
     path = spec.get("path")
     generated = spec.get("generated")
     if path and Path(path).exists():
         try:
-            return load_world(path)
-        except WorldFormatError as exc:
+            return declared.load_world(path)
+        except ValueError as exc:
             if not generated:
                 raise WorldSpecError(str(exc)) from None
     if isinstance(generated, dict):
-        from officegym.envs.workplace.generate import generate_world
-
         try:
-            options = {k: generated[k] for k in _GENERATED_KEYS if k in generated}
-            return generate_world(**options).to_world(path or f"<generated seed {options.get('seed')}>")
+            return declared.generate_world(**{k: generated[k] for k in _GENERATED_KEYS if k in generated})
         except (TypeError, ValueError) as exc:
             raise WorldSpecError(f"cannot generate world {generated}: {exc}") from None
     raise WorldSpecError(f"world not found: {path!r}" if path else f"not a world spec: {spec!r}")
@@ -102,24 +98,25 @@ class Environments:
     def __init__(self, override: dict[str, Any] | None = None):
         self.override = override
         self._lock = threading.Lock()
-        self._worlds: dict[str, Any] = {}
+        self._worlds: dict[tuple[str, str], Any] = {}  # (environment name, spec key) -> its world
         self._envs: dict[tuple[str, str, str | None], BaseEnvironment] = {}
 
     def get(self, env_name: str, spec: dict[str, Any] | None, mode: str | None = None) -> BaseEnvironment:
         spec = self.override or spec or DEFAULT_WORLD
+        env_name = canonical_name(env_name)
         key = (env_name, spec_key(spec), mode)
         with self._lock:
             env = self._envs.get(key)
             if env is None:
                 world = None
                 if takes_world(env_name):
-                    world = self._worlds.get(key[1])
+                    world = self._worlds.get(key[:2])
                     if world is None:
-                        world = self._worlds[key[1]] = load_spec(spec)
+                        world = self._worlds[key[:2]] = load_spec(spec, env_name)
                 env = self._envs[key] = make(env_name, world=world, mode=mode or None)
             return env
 
-    def add_world(self, spec: dict[str, Any], world: Any) -> None:
-        """Use an already built World for `spec` (tests, and callers that hold the world)."""
+    def add_world(self, spec: dict[str, Any], world: Any, env_name: str = DEFAULT_ENVIRONMENT) -> None:
+        """Use an already built world of `env_name` for `spec` (tests, and callers that hold the world)."""
         with self._lock:
-            self._worlds[spec_key(spec)] = world
+            self._worlds[(canonical_name(env_name), spec_key(spec))] = world

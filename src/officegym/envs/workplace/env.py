@@ -67,11 +67,11 @@ class WorkplaceEnvironment(BaseEnvironment):
         return world_id_of(self.world_path) if self.world_path else None
 
     @classmethod
-    def world_named(cls, world_id: str) -> Path | None:
+    def world_named(cls, world_id: str, announce: Announce | None = None) -> Path | None:
         from officegym.envs.workplace.generate.default import generated_world, parse_generated_id
 
         made = parse_generated_id(world_id)
-        return None if made is None else generated_world(*made)
+        return None if made is None else generated_world(*made, announce=announce)
 
     def tools(self, task: Task | None = None) -> list[ToolSpec]:
         if task is not None and task.tools:
