@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import threading
 
 import pytest
 
-from officegym.core.files import atomic_write, jsonl_line, load_appendable_jsonl, write_jsonl_rows
+from officegym.core.files import (
+    atomic_write,
+    jsonl_line,
+    load_appendable_jsonl,
+    replace_dir,
+    write_jsonl_rows,
+)
 from officegym.core.task import write_jsonl
 from officegym.train.tracking import read_metrics, truncate_jsonl
 
@@ -105,3 +112,30 @@ def test_rows_with_unicode_line_separators_survive_every_reader(tmp_path):
     write_jsonl_rows(metrics, [{"step": 1, "note": ODD}])
     assert read_metrics(tmp_path) == [{"step": 1, "note": ODD}]
     assert json.loads(metrics.read_text(encoding="utf-8").split("\n")[0])["note"] == ODD
+
+
+def test_a_folder_swapped_into_place_replaces_the_old_one_and_leaves_nothing_aside(tmp_path):
+    for old in ("folder", "file", None):
+        target = tmp_path / "out"
+        if old == "folder":
+            target.mkdir()
+            (target / "stale.txt").write_text("old")
+        elif old == "file":
+            target.write_text("old")
+        new = tmp_path / ".new.tmp"
+        new.mkdir()
+        (new / "a.txt").write_text("new")
+        assert replace_dir(new, target) == target
+        assert sorted(p.name for p in target.iterdir()) == ["a.txt"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+        shutil.rmtree(target)
+
+
+def test_a_failed_swap_puts_the_old_folder_back(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "kept.txt").write_text("old")
+    with pytest.raises(FileNotFoundError):
+        replace_dir(tmp_path / "missing", target)
+    assert (target / "kept.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -33,6 +33,7 @@ from typing import Any
 
 from officegym.agent.chatml import TOOL_FORMATS
 from officegym.core.cache import cache_root
+from officegym.core.files import replace_dir
 
 MARKER = "officegym-model.json"
 OFFICEGYM_TEMPLATE_NAME = "officegym TOOL_CHAT_TEMPLATE (officegym.agent.formats)"
@@ -231,11 +232,7 @@ def ensure_bundled(name: str, cache: Path | None = None) -> Path:
             for item in tmp.iterdir():
                 if item.is_file():
                     os.chmod(item, 0o644)
-            if target.exists():  # stale (other version) or incomplete: move aside, then delete
-                old = target.with_name(f".{name}.old-{os.getpid()}")
-                os.replace(target, old)
-                shutil.rmtree(old, ignore_errors=True)
-            os.replace(tmp, target)
+            replace_dir(tmp, target)  # over a stale (other version) or incomplete conversion
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Files written atomically, and JSONL logs that survive an interrupted append.
+"""Files written atomically, folders swapped into place, and JSONL logs that survive an interrupted append.
 
 What a write does to what already sits at the path:
 - nothing there, or a regular file: a temp file in the same folder is renamed onto it, so a reader
@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -95,6 +96,30 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     with atomic_open(path, "wb") as fh:
         fh.write(data.encode("utf-8", TEXT_ERRORS) if isinstance(data, str) else data)
     return Path(path)
+
+
+def replace_dir(source: str | os.PathLike[str], target: str | os.PathLike[str], aside_prefix: str | None = None) -> Path:
+    """Move the finished folder `source` to `target` (same file system). Whatever sits at `target` is
+    first moved aside in one rename (into a new hidden folder beside it, `aside_prefix` naming it) and
+    deleted only after `source` took its name, so `target` holds the old content or the new, never a
+    half-deleted folder; if the last rename fails, the old content goes back."""
+    source, target = Path(source), Path(target)
+    aside = None
+    if os.path.lexists(target):
+        # a fresh folder to move it into: a fixed name could collide with one an interrupted run left
+        prefix = f".{target.name}.old-" if aside_prefix is None else aside_prefix
+        aside = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+        os.replace(target, aside / target.name)
+    try:
+        os.replace(source, target)
+    except BaseException:
+        if aside is not None:
+            os.replace(aside / target.name, target)
+            aside.rmdir()
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+    return target
 
 
 def jsonl_line(row: Any, default: Any = None) -> str:

@@ -7,31 +7,15 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from math import comb
 from typing import Any
 
+from officegym.core.pass_k import pass_at_k, pass_hat_k
 from officegym.core.rollout_row import RolloutRow, error_source, officegym_of
 from officegym.core.task import Task
 from officegym.eval.stats import reward_interval, wilson_interval
 from officegym.rewards.calls import count_calls
 
 ERROR_KINDS = ("missing write", "extra write", "wrong tool", "wrong argument value", "invalid call")
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k: the chance that at least one of k samples drawn from n (c correct) is correct."""
-    if k > n:
-        k = n
-    if n - c < k:
-        return 1.0
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k: the chance that k samples drawn from n (c correct) are all correct."""
-    if k > n:
-        k = n
-    return comb(c, k) / comb(n, k)
 
 
 def _matched(row: dict[str, Any]) -> bool:

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from officegym.core.files import replace_dir
 from officegym.core.task import iter_jsonl
 
 SPLITS = ("train", "validation", "test")
@@ -126,14 +127,7 @@ def write_hf_dataset(task_dir: str | os.PathLike[str], out: str | os.PathLike[st
         card = Path(task_dir) / "README.md"
         if card.is_file():
             shutil.copyfile(card, tmp / "README.md")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
+        replace_dir(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -16,6 +16,7 @@ import math
 import statistics
 from typing import Any
 
+from officegym.core.pass_k import pass_at_k
 from officegym.core.rollout_row import RolloutRow
 from officegym.server import repeats
 from officegym.server.protocol import BadRequest, validation_error
@@ -70,13 +71,6 @@ def describe(columns: dict[str, list[float]], rows: int) -> dict[str, float]:
                 raise Overflow(name)
             out[f"{stat}/{name}"] = value
     return out
-
-
-def _pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def _fields(row: dict[str, Any]) -> dict[str, float]:
@@ -149,7 +143,7 @@ def aggregate_metrics(rows: list[Any]) -> dict[str, Any]:
     k_max = min(len(v) for v in rewards)
     k = 1
     while k <= k_max:
-        agent[f"pass@{k}"] = statistics.fmean(_pass_at_k(len(v), sum(x >= 1.0 for x in v), k) for v in rewards)
+        agent[f"pass@{k}"] = statistics.fmean(pass_at_k(len(v), sum(x >= 1.0 for x in v), k) for v in rewards)
         k *= 2
     top = max(int(key.split("@")[1]) for key in agent if key.startswith("pass@"))
     key_metrics = {k: v for k, v in agent.items() if k.startswith("mean/")}

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from officegym.core.files import atomic_write, temp_dir
+from officegym.core.files import atomic_write, replace_dir, temp_dir
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 INDEX = "checkpoints.json"  # beside the checkpoints/ folder, which then holds step folders only
@@ -212,9 +212,8 @@ class CheckpointManager:
             torch.save(rng if rng is not None else rng_state(), tmp / "rng.pt")
             (tmp / "state.json").write_text(json.dumps(full_state, indent=2, default=str) + "\n", encoding="utf-8")
             files = _file_sizes(tmp)
-            if target.exists():
-                self._discard(target)
-            os.replace(tmp, target)
+            # an older folder of the same step is set aside under a name the next start clears
+            replace_dir(tmp, target, aside_prefix=f".tmp-del-{target.name}-")
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from officegym.core.files import temp_dir
+from officegym.core.files import replace_dir, temp_dir
 from officegym.train.config import LoraConfig, ModelConfig, RunConfig
 
 log = logging.getLogger(__name__)
@@ -208,11 +207,7 @@ class TrainModel:
             self.tokenizer.save_pretrained(tmp)
             (tmp / "officegym-export.json").write_text(json.dumps({"source": str(self.path), "lora_merged": self.lora,
                                                                     "time": time.time()}) + "\n")
-            if directory.exists():
-                old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
-                os.replace(directory, old)
-                shutil.rmtree(old, ignore_errors=True)
-            os.replace(tmp, directory)
+            replace_dir(tmp, directory)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

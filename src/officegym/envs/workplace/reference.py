@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.cache import cache_root
+from officegym.core.files import replace_dir
 
 NEMO_GYM_VERSION = "0.7.0"
 WHEEL_NAME = f"nemo_gym-{NEMO_GYM_VERSION}-py3-none-any.whl"
@@ -91,9 +91,7 @@ def _unpack(wheel: Path, root: Path) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
-        if root.exists():
-            shutil.rmtree(root)
-        os.replace(tmp, root)
+        replace_dir(tmp, root)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

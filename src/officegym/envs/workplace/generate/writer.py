@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from officegym.core.files import replace_dir
 from officegym.envs.workplace.world import DIRECTORY_FILE, FILES
 
 # FILES uses "emails", "calendar", ... as GeneratedWorld.tables does.
@@ -59,16 +60,7 @@ def write_world(world, out_dir: str | os.PathLike[str], overwrite: bool = False)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a world folder is ordinary data
-        old = None
-        if out.is_dir():
-            if any(out.iterdir()):
-                old = out.with_name(f".{out.name}.{os.getpid()}.old")
-                out.rename(old)
-            else:
-                out.rmdir()
-        tmp.rename(out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
