@@ -34,6 +34,7 @@ from officegym.agent.batching import Batcher
 from officegym.agent.loop import LoopConfig, rollout, submitter
 from officegym.agent.timed import TimedEnvironment, TimedReward
 from officegym.core import registry
+from officegym.core.environment import BaseEnvironment
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
@@ -186,7 +187,7 @@ class EnginePolicy:
 class _Run:
     setup: RunSetup
     tasks: list[Task]
-    env: Any
+    env: TimedEnvironment
     reward_fn: Any
     submit: Callable[[PolicyRequest], Any]
     name: str
@@ -218,7 +219,7 @@ class RolloutWorker:
         check = getattr(self.policy, "preflight", None)
         return await check() if check is not None else None
 
-    def environment(self, spec: EnvSpec) -> Any:
+    def environment(self, spec: EnvSpec) -> BaseEnvironment:
         env = self.envs.pop(spec.key, None)
         if env is None:
             env = spec.build()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core import registry
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import STAGES, PipelineConfig, PipelineError
 from officegym.pipeline.report import write_pipeline_report
@@ -41,7 +42,7 @@ class Pipeline:
         self.ran: list[str] = []
         self.skipped: list[str] = []
         self.not_needed: list[str] = []
-        self._environment: Any = None
+        self._environment: BaseEnvironment | None = None
 
     # -- the environment ----------------------------------------------------------------------
     @property
@@ -58,7 +59,7 @@ class Pipeline:
         """Whether the tasks come from sdg's templates over the world (else the environment's own generator)."""
         return registry.environment_class(self.env_name).sdg_templates
 
-    def environment(self) -> Any:
+    def environment(self) -> BaseEnvironment:
         """The environment, built once (after the world stage, for one that takes a world)."""
         if self._environment is None:
             self._environment = registry.make(self.env_name, world=self.world_dir if self.takes_world else None)

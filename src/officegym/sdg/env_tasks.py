@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import atomic_write
 from officegym.core.task import write_jsonl
 from officegym.sdg.splits import SPLITS, SplitPlan
@@ -31,7 +32,7 @@ class EnvTaskSet:
         return sum(len(v) for v in self.rows.values())
 
 
-def generate_env_tasks(environment: Any, n: int, seed: int, difficulty: tuple[int, int] | None = None,
+def generate_env_tasks(environment: BaseEnvironment, n: int, seed: int, difficulty: tuple[int, int] | None = None,
                        name: str | None = None, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> EnvTaskSet:
     """`n` tasks from `environment.generate_tasks(n, seed, difficulty=...)` (no difficulty passed when
     None: the environment's full range), each row put in the split its task id hashes to under the

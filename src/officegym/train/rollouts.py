@@ -13,6 +13,7 @@ from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.timed import TimedEnvironment, TimedReward
+from officegym.core.environment import BaseEnvironment
 from officegym.core.policy import SamplingParams
 from officegym.core.rollout_row import officegym_of, rollout_row
 from officegym.core.task import Task
@@ -26,7 +27,7 @@ ROLLOUTS = "rollouts.jsonl"
 VAL_ROLLOUTS = "val_rollouts.jsonl"  # validation rollouts, officegym.step = the step validated
 
 
-def make_reward_fn(spec: Any, env: Any, invalid_call_penalty: float = 0.0) -> Any:
+def make_reward_fn(spec: Any, env: BaseEnvironment, invalid_call_penalty: float = 0.0) -> Any:
     """The reward the run trains on, logs and writes out (rewards.training_reward): None for the
     verifier's own score without a penalty (the loop reads it from the verdict)."""
     from officegym.rewards import training_reward
@@ -54,7 +55,7 @@ class RolloutBatch:
     metrics: dict[str, float] = field(default_factory=dict)  # the environment's own figures (councils)
 
 
-def collect(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
+def collect(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
             reward_fn: Any = None, on_done: Any = None, validation: bool = False) -> RolloutBatch:
     """Run the jobs through the agent loop (one policy call per turn for all of them) and time it;
     `validation` episodes take the validation section's limits where it sets them."""
@@ -78,7 +79,7 @@ def _episode_cap(cfg: RunConfig, validation: bool) -> int | None:
     return None if validation and cfg.validation.max_steps else cfg.rollout.max_new_tokens_per_episode
 
 
-async def _play(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
+async def _play(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: RunConfig, temperature: float,
                 reward_fn: Any, on_done: Any, validation: bool) -> RolloutBatch:
     """The jobs through the agent loop in this process, timed; generation is what the environment
     did not take (the caller puts the engine's own figure in where the policy keeps one)."""
@@ -102,7 +103,7 @@ def can_overlap(policy: Any, cfg: RunConfig) -> bool:
             and getattr(cfg, "council", None) is None)
 
 
-def collect_with_validation(env: Any, jobs: Sequence[tuple[Task, int]], val_tasks: Sequence[Task], policy: Any,
+def collect_with_validation(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], val_tasks: Sequence[Task], policy: Any,
                             cfg: RunConfig, temperature: float, reward_fn: Any = None) -> tuple[RolloutBatch, RolloutBatch]:
     """`collect(jobs)` and `validate(val_tasks)` in one event loop, so both sets of conversations
     share the engine's batch. Decoding a small model on a CPU is bound by reading the weights, not by
@@ -143,7 +144,7 @@ def validation_metrics(batch: RolloutBatch, overlapped: bool = False) -> dict[st
     return metrics
 
 
-def _collect_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: Any, temperature: float,
+def _collect_councils(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], policy: Any, cfg: Any, temperature: float,
                       reward_fn: Any, validation: bool, cap: int | None) -> RolloutBatch:
     """`collect` for multi-agent training (cfg.council): one council per job, the trained seats'
     trajectories in job order (train/council_rollouts.py), the councils' figures as metrics."""
@@ -228,7 +229,7 @@ def rollout_metrics(trajs: Sequence[Trajectory], prefix: str) -> dict[str, float
     return out
 
 
-def validate(env: Any, tasks: Sequence[Task], policy: Any, cfg: RunConfig, reward_fn: Any = None) -> tuple[dict[str, float], list[Trajectory]]:
+def validate(env: BaseEnvironment, tasks: Sequence[Task], policy: Any, cfg: RunConfig, reward_fn: Any = None) -> tuple[dict[str, float], list[Trajectory]]:
     """Task accuracy of the current policy on the held-out tasks, through the agent loop."""
     if not tasks:
         return {}, []

@@ -25,6 +25,7 @@ from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.messages import responses_items_to_chat_messages
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import read_jsonl_text
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
 from officegym.core.rollout_row import RolloutRowError, parse
@@ -83,7 +84,7 @@ class GroundTruthPolicy:
         return out
 
 
-def ground_truth_conversations(env: Any, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
+def ground_truth_conversations(env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
                                max_tool_output_chars: int | None, report: BuildReport) -> list[Conversation]:
     """Replay each task's ground truth through the agent loop; keep the replays the verifier accepts."""
     usable = [t for t in tasks if t.ground_truth]
@@ -229,7 +230,7 @@ def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length:
     return out
 
 
-def ground_truth_examples(renderer: Any, env: Any, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
+def ground_truth_examples(renderer: Any, env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
                           max_tool_output_chars: int | None, max_length: int, report: BuildReport) -> list[Example]:
     """The tasks' verified ground-truth replays, tokenised: SFT's data, and GRPO's SFT term's."""
     convs = ground_truth_conversations(env, tasks, calls_per_turn, final_answer, max_tool_output_chars, report)
