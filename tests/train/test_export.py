@@ -19,13 +19,15 @@ def test_export_of_a_checkpoint_equals_the_runs_own_export(tmp_path, make_cfg, t
     cfg = make_cfg("sft", run, f"model.name={tiny_model_dir}", f"data.tasks={workplace_tasks}",
                    f"data.world={tiny_world_dir}", "sft.max_steps=2", "sft.batch_size=2", "sft.micro_batch_size=2",
                    "checkpoint.every=1", "checkpoint.keep_top_k=5", "validation.every=1", "data.val_fraction=0.25",
-                   "lora.enabled=true")
+                   "lora.enabled=true", "model.chat_template=officegym-signatures")
     train_sft(cfg)
     runner = CliRunner()
     res = runner.invoke(app, ["train", "export", str(run), "--out", str(tmp_path / "last")])
     assert res.exit_code == 0, res.output
     last, own = _weights(tmp_path / "last"), _weights(run / "model")
     assert last.keys() == own.keys() and all((last[k] == own[k]).all() for k in own)
+    # the run's chat template travels with the weights (evaluations render prompts with it)
+    assert (tmp_path / "last" / "chat_template.jinja").read_text() == (run / "model" / "chat_template.jinja").read_text()
     res = runner.invoke(app, ["train", "export", str(run), "--out", str(tmp_path / "first"), "--step", "1"])
     assert res.exit_code == 0, res.output
     first = _weights(tmp_path / "first")

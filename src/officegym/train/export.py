@@ -30,7 +30,7 @@ def export_checkpoint(run_dir: Path, out: Path, step: int | None = None) -> tupl
     """Merge checkpoint `step` of the run (its config.yaml says the model and the adapter) into
     `out`; returns (out, step). An existing `out` is replaced only when it is an earlier export."""
     from officegym.train.config import GRPORunConfig, SFTRunConfig, load_config
-    from officegym.train.modeling import load_train_model
+    from officegym.train.modeling import load_train_model, token_renderer
 
     run_dir, out = Path(run_dir), Path(out)
     config = run_dir / "config.yaml"
@@ -41,6 +41,7 @@ def export_checkpoint(run_dir: Path, out: Path, step: int | None = None) -> tupl
     info = pick_checkpoint(run_dir, step)
     cfg = load_config(GRPORunConfig if "grpo" in _top_keys(config) else SFTRunConfig, config)
     tm = load_train_model(cfg.model, cfg.lora, cfg.seed)
+    token_renderer(tm, cfg)  # puts the run's chat template on the tokenizer, as training did before its own export
     tm.load_trainable(info.path)
     return tm.export(out), info.step
 
