@@ -10,6 +10,7 @@ from typing import Any
 from officegym.core.environment import Announce, BaseEnvironment
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
+from officegym.envs.workplace.compat import DEFAULT_REFERENCE_COMPAT, check_reference_compat
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.specs import TOOL_SPECS
 from officegym.envs.workplace.tools import WRITE_TOOLS
@@ -29,9 +30,13 @@ class WorkplaceEnvironment(BaseEnvironment):
     nemo_gym_server = "WorkbenchResourcesServer"
     write_tools = WRITE_TOOLS
 
-    def __init__(self, world: World | str | os.PathLike[str] | None = None, mode: str = DEFAULT_MODE):
+    def __init__(self, world: World | str | os.PathLike[str] | None = None, mode: str = DEFAULT_MODE,
+                 reference_compat: str = DEFAULT_REFERENCE_COMPAT):
+        """`reference_compat`: which pandas NeMo Gym's reference is reproduced on, where its answers
+        depend on it (compat.py): "pandas2" (2.3.2, its uv.lock's) or "pandas3" (3.1)."""
         if world is None:
             raise ValueError("the workplace environment needs a world: pass a csv_data folder (--world DIR)")
+        self.reference_compat = check_reference_compat(reference_compat)
         self.world = world if isinstance(world, World) else load_world(Path(world))
         self.mode = mode
         self._specs: dict[int, tuple[list, list[ToolSpec]]] = {}  # id(task.tools) -> (that list, its specs)
@@ -85,10 +90,10 @@ class WorkplaceEnvironment(BaseEnvironment):
         return list(TOOL_SPECS)
 
     def session(self, task: Task | None = None) -> WorkplaceSession:
-        return WorkplaceSession(self.world)
+        return WorkplaceSession(self.world, self.reference_compat)
 
     def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
-        return verify_calls(self.world, calls, task.ground_truth, mode or self.mode)
+        return verify_calls(self.world, calls, task.ground_truth, mode or self.mode, self.reference_compat)
 
     def state_fingerprint(self, session: WorkplaceSession) -> str:
         from officegym.envs.workplace.fingerprint import table_fingerprint

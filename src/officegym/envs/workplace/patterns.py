@@ -88,15 +88,20 @@ def literal_braces_and_brackets(pattern: str) -> str:
     return "".join(out)
 
 
+def check_pattern_length(pattern: str) -> None:
+    """Refuse a pattern too long to compile quickly (PatternTooSlow), whichever engine matches it."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternTooSlow(f"the search pattern has {len(pattern)} characters; at most "
+                             f"{MAX_PATTERN_CHARS} are searched")
+
+
 class SearchPattern:
     """One search's pattern: `matches(text)` for each cell, all within one time budget."""
 
     __slots__ = ("_bounded", "_budget_s", "_deadline", "_pattern", "_rx")
 
     def __init__(self, pattern: str, budget_s: float | None = None):
-        if len(pattern) > MAX_PATTERN_CHARS:
-            raise PatternTooSlow(f"the search pattern has {len(pattern)} characters; at most "
-                                 f"{MAX_PATTERN_CHARS} are searched")
+        check_pattern_length(pattern)
         self._pattern = pattern
         self._rx, self._bounded = _compiled(pattern)
         self._budget_s = MATCH_BUDGET_S if budget_s is None else budget_s

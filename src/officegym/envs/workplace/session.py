@@ -8,6 +8,7 @@ from typing import Any
 
 from officegym.core.session import BaseSession
 from officegym.core.types import ToolCall, ToolResult
+from officegym.envs.workplace.compat import DEFAULT_REFERENCE_COMPAT, PANDAS3
 from officegym.envs.workplace.results import Rejected, invalid_json_result, not_an_object_result, tool_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
 from officegym.envs.workplace.tools import TOOLS
@@ -15,16 +16,20 @@ from officegym.envs.workplace.world import TABLE_COLUMNS, World
 
 # A fresh session: itself and its five table states (measured with tracemalloc, rounded up).
 _SESSION_BYTES = 1024
+# Every column of every table, shared by the sessions that start with all of them `str` (pandas 3).
+_TEXT_COLUMNS = {name: frozenset(range(len(columns))) for name, columns in TABLE_COLUMNS.items()}
 
 
 class WorkplaceSession(BaseSession):
     """One isolated episode over a world. Creating one copies nothing; the first write to a table
     copies that table's row list (the rows themselves are shared immutable tuples)."""
 
-    __slots__ = ("calendar", "crm", "durations_as_float", "emails", "plots", "project_tasks", "world")
+    __slots__ = ("calendar", "crm", "durations_as_float", "emails", "plots", "project_tasks", "reference_compat",
+                 "world")
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, reference_compat: str = DEFAULT_REFERENCE_COMPAT):
         self.world = world
+        self.reference_compat = reference_compat  # which pandas the reference runs on (compat.py)
         t = world.tables
         ids = world.ids
         self.emails = TableState(TABLE_COLUMNS["emails"], t["emails"], RELABEL_ALL, ids["emails"])
@@ -33,6 +38,16 @@ class WorkplaceSession(BaseSession):
         self.project_tasks = TableState(TABLE_COLUMNS["project_tasks"], t["project_tasks"], RELABEL_ALL, ids["project_tasks"])
         self.crm = TableState(TABLE_COLUMNS["crm"], t["crm"], RELABEL_ALL, ids["crm"])
         self.durations_as_float = False  # the reference's in-place float conversion (SPEC 3.3, quirk 4)
+        if reference_compat == PANDAS3:
+            for name, table in (("emails", self.emails), ("calendar", self.calendar), ("plots", self.plots),
+                                ("project_tasks", self.project_tasks), ("crm", self.crm)):
+                table.str_columns = _TEXT_COLUMNS[name]  # read_csv(dtype=str) under pandas 3
+                table.split_blocks = True  # every `str` column is a block of its own
+
+    @property
+    def pandas3(self) -> bool:
+        """Whether the read-only columns (directory, visit log) have pandas 3's `str` dtype."""
+        return self.reference_compat == PANDAS3
 
     def table(self, name: str) -> TableState:
         return getattr(self, name)

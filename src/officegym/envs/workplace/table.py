@@ -8,6 +8,9 @@ them (SPEC 1.7): deletes leave gaps, inserts either relabel everything 0..n-1, a
 
 Id lookups have a fast path for string ids (what every well-formed call sends) that gives the same
 answer as the general pandas-faithful path in `frame_ops`, which handles everything else.
+
+`str_columns` are the columns pandas 3 holds with its `str` dtype (reference_compat "pandas3"):
+set by the session, given up by a column once a created row brings it a cell that is no string.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from officegym.envs.workplace import frame_ops
+from officegym.envs.workplace import frame_ops, str_dtype
 
 RELABEL_ALL = "relabel"  # concat(..., ignore_index=True)
 LABEL_ZERO = "zero"  # concat without ignore_index: the new one-row frame brings label 0
@@ -26,6 +29,7 @@ LABEL_NEXT = "next"  # df.loc[len(df)] = row
 _INT_BYTES = 32
 _SMALL_INTS = 257
 _LIST_HEADER_BYTES = 56
+_NO_COLUMNS: frozenset[int] = frozenset()  # shared: a fresh frozenset() is an object of its own
 
 
 def value_bytes(value: Any) -> int:
@@ -54,7 +58,7 @@ def row_bytes(row: tuple) -> int:
 
 class TableState:
     __slots__ = ("_ids", "_labels", "_new_bytes", "_origins", "_peak_rows", "columns", "insert_rule", "owned",
-                 "rows", "split_blocks")
+                 "rows", "split_blocks", "str_columns")
 
     def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], insert_rule: str, ids: tuple | None = None):
         self.columns = columns
@@ -68,6 +72,7 @@ class TableState:
         # columns or brings a numeric cell splits it for good, and pandas' list assignment rules
         # differ then (frame_ops.assign_values).
         self.split_blocks = False
+        self.str_columns: frozenset[int] = _NO_COLUMNS  # pandas 3 `str` columns; none under pandas 2
         self._new_bytes = 0  # rows this session made (appended or rewritten), never less after deletes
         self._peak_rows = 0  # the most rows the owned lists held: a list keeps its room after deletes
 
@@ -97,11 +102,14 @@ class TableState:
             self._ids = [r[0] for r in self.rows]
         return self._ids
 
+    def is_str(self, column: int) -> bool:
+        return column in self.str_columns
+
     def has_id(self, value: Any) -> bool:
         """`value in df[id].values`."""
         if type(value) is str:
             return value in self.ids()  # identity shortcut is harmless: ids are never the NaN object
-        return frame_ops.array_contains(self.ids(), value)
+        return frame_ops.array_contains(self.ids(), value, self.is_str(0))
 
     def id_positions(self, value: Any) -> list[int]:
         """Positions where `df[id] == value` (raises like pandas for list values of the wrong length)."""
@@ -115,7 +123,7 @@ class TableState:
                     start = i + 1
             except ValueError:
                 return out
-        return [i for i, hit in enumerate(frame_ops.eq_mask(list(ids), value)) if hit]
+        return [i for i, hit in enumerate(frame_ops.eq_mask(list(ids), value, self.is_str(0))) if hit]
 
     def max_id(self) -> Any:
         """`df[id].max()`: string max when all ids are strings, else pandas' object rules."""
@@ -128,7 +136,7 @@ class TableState:
             # max() raised TypeError if any id were not a string next to string ids
             if type(best) is str:
                 return best
-        return frame_ops.column_max(ids)
+        return frame_ops.column_max(ids, self.is_str(0))
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -144,6 +152,12 @@ class TableState:
     def append(self, row: tuple, reorders_columns: bool = False) -> None:
         if reorders_columns or any(type(c) in (int, float, bool) for c in row):
             self.split_blocks = True
+        if self.str_columns:
+            str_dtype.check_new_row(row)  # pandas 3 refuses the row before anything changes
+            lost = [i for i in self.str_columns if not isinstance(row[i], str)]
+            if lost:  # concat keeps `str` only where the new cell is a string too
+                self.str_columns = self.str_columns.difference(lost)
+                self._new_bytes += sys.getsizeof(self.str_columns)
         rows = self._own()
         n = len(rows)
         if self._origins is None:
@@ -165,7 +179,7 @@ class TableState:
     def delete_id(self, value: Any) -> None:
         """`df = df[df[id] != value]`: drop every row whose id equals value; labels keep gaps."""
         if type(value) is not str:
-            self.keep(frame_ops.ne_mask(list(self.ids()), value))
+            self.keep(frame_ops.ne_mask(list(self.ids()), value, self.is_str(0)))
             return
         positions = self.id_positions(value)
         rows = self._own()
@@ -201,5 +215,5 @@ class TableState:
     def set_where_id(self, id_value: Any, column: int, value: Any) -> None:
         """`df.loc[df[id] == id_value, column] = value`."""
         hits = self.id_positions(id_value)
-        for i, v in zip(hits, frame_ops.assign_values(len(hits), value, self.split_blocks)):
+        for i, v in zip(hits, frame_ops.assign_values(len(hits), value, self.split_blocks, self.is_str(column))):
             self.set_cell(i, column, v)

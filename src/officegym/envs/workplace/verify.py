@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from officegym.core.types import InvalidCall, TableDiff, ToolCall, Verdict
+from officegym.envs.workplace.compat import DEFAULT_REFERENCE_COMPAT
 from officegym.envs.workplace.session import WorkplaceSession
 from officegym.envs.workplace.state import nemo_tables_equal, outcome_diff, untouched
 from officegym.envs.workplace.world import COMPARED_TABLES, World
@@ -22,8 +23,8 @@ def _has_null_argument(calls: Sequence[ToolCall]) -> bool:
     return any(isinstance(c.arguments, dict) and None in c.arguments.values() for c in calls)
 
 
-def _replay(world: World, calls: Sequence[ToolCall], drop_nulls: bool):
-    session = WorkplaceSession(world)
+def _replay(world: World, calls: Sequence[ToolCall], drop_nulls: bool, compat: str = DEFAULT_REFERENCE_COMPAT):
+    session = WorkplaceSession(world, compat)
     return session, session.replay(calls, drop_nulls=drop_nulls)
 
 
@@ -44,16 +45,19 @@ def verify_calls(
     predicted: Sequence[ToolCall],
     ground_truth: Sequence[ToolCall],
     mode: str = DEFAULT_MODE,
+    reference_compat: str = DEFAULT_REFERENCE_COMPAT,
 ) -> Verdict:
-    """Reward 1.0 when the predicted calls leave the five compared tables as the ground truth does."""
+    """Reward 1.0 when the predicted calls leave the five compared tables as the ground truth does.
+    Both are replayed as the reference on `reference_compat`'s pandas runs them (compat.py)."""
     if mode not in MODES:
         raise ValueError(f"unknown verification mode {mode!r}; choose from {', '.join(MODES)}")
     # The live route drops JSON nulls (outcome replays that way); the reference's verify keeps them.
-    pred_o, results_o = _replay(world, predicted, drop_nulls=True)
-    gt_o, _ = _replay(world, ground_truth, drop_nulls=True)
+    compat = reference_compat
+    pred_o, results_o = _replay(world, predicted, True, compat)
+    gt_o, _ = _replay(world, ground_truth, True, compat)
     if _has_null_argument(predicted) or _has_null_argument(ground_truth):
-        pred_n, results_n = _replay(world, predicted, drop_nulls=False)
-        gt_n, _ = _replay(world, ground_truth, drop_nulls=False)
+        pred_n, results_n = _replay(world, predicted, False, compat)
+        gt_n, _ = _replay(world, ground_truth, False, compat)
     else:
         pred_n, results_n, gt_n = pred_o, results_o, gt_o
 
@@ -73,7 +77,7 @@ def verify_calls(
     if matched or untouched(pred):
         side_effects = False
     else:
-        pristine = WorkplaceSession(world)
+        pristine = WorkplaceSession(world, compat)
         if mode == "outcome":
             side_effects = any(any(outcome_diff(t, pristine.table(t), pred.table(t))) for t in COMPARED_TABLES)
         else:

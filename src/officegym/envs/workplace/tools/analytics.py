@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from officegym.envs.workplace import str_dtype as pandas3
 from officegym.envs.workplace.frame_ops import eq_mask
 from officegym.envs.workplace.results import Rejected
 from officegym.envs.workplace.tools.base import Toolkit
@@ -24,11 +25,12 @@ class AnalyticsTool(Toolkit):
         pandas) needs the row count for its error message."""
         world = self.s.world
         dates = world.dates
+        text = self.s.pandas3
         if time_min:
-            dates = [d for d, keep in zip(dates, _compare(dates, ">=", time_min, len(world.analytics))) if keep]
+            dates = [d for d, keep in zip(dates, _compare(dates, ">=", time_min, len(world.analytics), text)) if keep]
         if time_max:
             rows = len(world.analytics) if not time_min else sum(world.date_stats[d].visits for d in dates)
-            dates = [d for d, keep in zip(dates, _compare(dates, "<=", time_max, rows)) if keep]
+            dates = [d for d, keep in zip(dates, _compare(dates, "<=", time_max, rows, text)) if keep]
         return list(dates)
 
     def get_visitor_information_by_id(self, visitor_id=None):
@@ -39,7 +41,7 @@ class AnalyticsTool(Toolkit):
             rows = [world.analytics[i] for i in world.visitors.get(visitor_id, ())]
         else:
             ids = [r[1] for r in world.analytics]
-            rows = [r for r, hit in zip(world.analytics, eq_mask(ids, visitor_id)) if hit]
+            rows = [r for r, hit in zip(world.analytics, eq_mask(ids, visitor_id, self.s.pandas3)) if hit]
         if not rows:
             return Rejected("Visitor not found.")
         out = [dict(zip(ANALYTICS_COLUMNS, r)) for r in rows]
@@ -76,6 +78,8 @@ class AnalyticsTool(Toolkit):
         dates = self._dates(time_min, time_max)
         stats = self.s.world.date_stats
         if traffic_source:
+            if self.s.pandas3:
+                pandas3.check_eq(traffic_source)
             if isinstance(traffic_source, list):
                 n = sum(stats[d].visits for d in dates)
                 if len(traffic_source) != n:
@@ -97,7 +101,9 @@ class AnalyticsTool(Toolkit):
         return {d: stats[d].duration_sum / stats[d].visits for d in dates}
 
 
-def _compare(dates, op: str, bound, rows: int) -> list[bool]:
+def _compare(dates, op: str, bound, rows: int, str_dtype: bool) -> list[bool]:
+    if str_dtype:
+        pandas3.check_compare(op, bound, len(dates))
     if isinstance(bound, list):
         raise ValueError(("Lengths must match to compare", (rows,), (len(bound),)))
     if op == ">=":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from officegym.envs.workplace.frame_ops import regex, timestamp
+from officegym.envs.workplace.frame_ops import contains_mask, timestamp
 from officegym.envs.workplace.results import Rejected
 from officegym.envs.workplace.tools.base import Toolkit, paginate
 from officegym.envs.workplace.world import CALENDAR_COLUMNS
@@ -63,16 +63,11 @@ class CalendarTool(Toolkit):
                 time_max = timestamp(time_max)
             except ValueError:
                 return Rejected("Invalid time_max format. Expected YYYY-MM-DD HH:MM:SS.")
-        rx = regex(query)
-        rows = self.s.calendar.rows
-        if query == "":  # matches every string cell
-            hits = [r for r in rows if isinstance(r[1], str) or isinstance(r[2], str)]
-        else:
-            hits = [
-                r for r in rows
-                if (isinstance(r[1], str) and rx.matches(r[1]))
-                or (isinstance(r[2], str) and rx.matches(r[2]))
-            ]
+        table = self.s.calendar
+        rows = table.rows
+        by_name = contains_mask([r[1] for r in rows], query, na=False, str_dtype=table.is_str(1))
+        by_email = contains_mask([r[2] for r in rows], query, na=False, str_dtype=table.is_str(2))
+        hits = [r for r, a, b in zip(rows, by_name, by_email) if a or b]
         starts = self.s.world.event_starts
         try:
             timed = [(starts.get(id(r)) or timestamp(r[3]), r) for r in hits] if (time_min or time_max or hits) else []

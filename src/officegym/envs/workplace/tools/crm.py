@@ -35,12 +35,13 @@ class CustomerRelationshipManagerTool(Toolkit):
             last_contact_date_min, last_contact_date_max, follow_up_by_min, follow_up_by_max,
         ]):
             return Rejected("No search parameters provided. Please provide at least one parameter.")
-        rows = list(self.s.crm.rows)
+        table = self.s.crm
+        rows = list(table.rows)
         texts = (customer_name, customer_email, product_interest, status, assigned_to_email)
         for column, pattern in zip(_TEXT_FILTERS, texts):
             if pattern:
                 ci = _COL[column]
-                rows = select(rows, contains_mask([r[ci] for r in rows], pattern))
+                rows = select(rows, contains_mask([r[ci] for r in rows], pattern, str_dtype=table.is_str(ci)))
         bounds = (
             ("last_contact_date", ">=", last_contact_date_min),
             ("last_contact_date", "<=", last_contact_date_max),
@@ -50,7 +51,7 @@ class CustomerRelationshipManagerTool(Toolkit):
         for column, op, bound in bounds:
             if bound:
                 ci = _COL[column]
-                rows = select(rows, compare_mask([r[ci] for r in rows], op, bound))
+                rows = select(rows, compare_mask([r[ci] for r in rows], op, bound, str_dtype=table.is_str(ci)))
         customers = records(CRM_COLUMNS, rows)
         result = paginate(customers, page, page_size, "customers", "total_customers")
         if customers:

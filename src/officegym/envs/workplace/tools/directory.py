@@ -15,4 +15,4 @@ class CompanyDirectoryTool(Toolkit):
             return Rejected("Name not provided.")
         name = name.lower()
         addresses = self.s.world.directory
-        return [a for a, hit in zip(addresses, contains_mask(list(addresses), name)) if hit]
+        return [a for a, hit in zip(addresses, contains_mask(list(addresses), name, str_dtype=self.s.pandas3)) if hit]

@@ -24,6 +24,9 @@ class ProjectManagementTool(Toolkit):
     def _assignees(self) -> list:
         return [lowered(r[2]) for r in self.s.project_tasks.rows]
 
+    def _is_assignee(self, email) -> bool:
+        return array_contains(self._assignees(), email, self.s.project_tasks.is_str(2))
+
     def get_task_information_by_id(self, task_id=None, field=None):
         if not task_id:
             return Rejected("Task ID not provided.")
@@ -43,25 +46,23 @@ class ProjectManagementTool(Toolkit):
             return Rejected("No search parameters provided.")
         if assigned_to_email and not re.match(_EMAIL_RE, assigned_to_email):
             return Rejected("Invalid email format for assigned_to_email.")
-        rows = list(self.s.project_tasks.rows)
+        table = self.s.project_tasks
+        rows = list(table.rows)
         if task_name:
-            rows = select(rows, contains_mask([r[1] for r in rows], task_name))
+            rows = select(rows, contains_mask([r[1] for r in rows], task_name, str_dtype=table.is_str(1)))
         if assigned_to_email:
             wanted = assigned_to_email.lower()
-            rows = select(rows, eq_mask([lowered(r[2]) for r in rows], wanted))
-        if list_name:
-            rows = select(rows, contains_mask([r[3] for r in rows], list_name))
-        if due_date:
-            rows = select(rows, contains_mask([r[4] for r in rows], due_date))
-        if board:
-            rows = select(rows, contains_mask([r[5] for r in rows], board))
+            rows = select(rows, eq_mask([lowered(r[2]) for r in rows], wanted, table.is_str(2)))
+        for ci, pattern in ((3, list_name), (4, due_date), (5, board)):
+            if pattern:
+                rows = select(rows, contains_mask([r[ci] for r in rows], pattern, str_dtype=table.is_str(ci)))
         return records(TASK_COLUMNS, rows)
 
     def create_task(self, task_name=None, assigned_to_email=None, list_name=None, due_date=None, board=None):
         if not all([task_name, assigned_to_email, list_name, due_date, board]):
             return Rejected("Missing task details.")
         assigned_to_email = assigned_to_email.lower()
-        if not array_contains(self._assignees(), assigned_to_email):
+        if not self._is_assignee(assigned_to_email):
             return Rejected(_BAD_ASSIGNEE)
         if list_name not in LISTS:
             return Rejected(_BAD_LIST)
@@ -90,7 +91,7 @@ class ProjectManagementTool(Toolkit):
             return Rejected(_BAD_BOARD)
         if field == "list_name" and new_value not in LISTS:
             return Rejected(_BAD_LIST)
-        if field == "assigned_to_email" and not array_contains(self._assignees(), new_value):
+        if field == "assigned_to_email" and not self._is_assignee(new_value):
             return Rejected(_BAD_ASSIGNEE)
         table = self.s.project_tasks
         if table.has_id(task_id):
