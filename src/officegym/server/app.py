@@ -106,8 +106,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     *,
     evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
-    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
-    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_session_writes: int | None = DEFAULT_MAX_SESSION_WRITES,
+    max_session_write_bytes: int | None = DEFAULT_MAX_SESSION_WRITE_BYTES,
     max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
@@ -135,8 +135,9 @@ def create_app(
     """
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
-    if min(max_session_writes, max_session_write_bytes, max_verify_calls) < 1:
-        raise ValueError("max_session_writes, max_session_write_bytes and max_verify_calls must be at least 1")
+    if any(v is not None and v < 1 for v in (max_session_writes, max_session_write_bytes)) or max_verify_calls < 1:
+        raise ValueError("max_session_writes, max_session_write_bytes (or None for no bound) and max_verify_calls "
+                         "must be at least 1")
     if evict_idle_s is not None and evict_idle_s < 0:
         raise ValueError("evict_idle_s must be at least 0")
     if min(max_session_bytes or 1, max_store_bytes or 1) < 1:

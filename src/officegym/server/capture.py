@@ -7,7 +7,9 @@ call is written (its capture middleware holds back only the last, empty body mes
 `@app.middleware("http")` sends), so the episode's last call may be missing from the row, flagged
 `trajectory_capture_mismatch` by NeMo Gym's health check. The reference's /verify takes tens of ms,
 which hides the race; officegym's takes a few. So /verify, when it knows the capture directory,
-first waits (bounded) until the verified response's id is in the rollout's capture file.
+first waits (bounded) until the verified response's id is in the rollout's capture file. The
+directory is a server setting (`--model-call-capture-dir`); the NeMo Gym entry
+(integrations/nemo_gym/launch.py) reads it from its launcher's configuration (`capture_dir_of`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,18 @@ GIVE_UP_AFTER = 3
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]+$")  # NeMo Gym's rollout-id characters
 
 
+def capture_dir_of(top: Mapping[str, Any]) -> Path | None:
+    """The capture directory that NeMo Gym's top-level settings (`observability_enabled`,
+    `model_call_capture_dir`) name, if observability is on and the directory is absolute."""
+    enabled, where = top.get("observability_enabled"), top.get("model_call_capture_dir")
+    if str(enabled).lower() not in ("true", "1") or not isinstance(where, str) or not os.path.isabs(where):
+        return None
+    return Path(where)
+
+
 def capture_dir_from_environ(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The capture directory NeMo Gym's launcher passes in NEMO_GYM_CONFIG_DICT, if observability is on."""
+    """`capture_dir_of` the configuration NeMo Gym's launcher passes in NEMO_GYM_CONFIG_DICT (for a
+    caller that has only the environment; the server itself takes the directory as a setting)."""
     text = (os.environ if environ is None else environ).get(CONFIG_DICT_ENV)
     if not text:
         return None
@@ -42,10 +54,7 @@ def capture_dir_from_environ(environ: Mapping[str, str] | None = None) -> Path |
         top = _top_level(text)
     except Exception:
         return None
-    enabled, where = top.get("observability_enabled"), top.get("model_call_capture_dir")
-    if str(enabled).lower() not in ("true", "1") or not isinstance(where, str) or not os.path.isabs(where):
-        return None
-    return Path(where)
+    return capture_dir_of(top)
 
 
 def _top_level(text: str) -> dict[str, Any]:

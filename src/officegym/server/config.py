@@ -21,11 +21,11 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 # --size large world under 1 MiB; what is left bounds a policy that writes without end.
 DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024
 DEFAULT_MAX_SESSION_BYTES = 16 * 1024 * 1024
-# Write calls per session and the bytes of their requests: far above what the reference performs in
-# an episode (a /verify replays at most DEFAULT_MAX_VERIFY_CALLS calls anyway); the bytes bounds
-# above are what protect memory.
-DEFAULT_MAX_SESSION_WRITES = 1000
-DEFAULT_MAX_SESSION_WRITE_BYTES = 16 * 1024 * 1024
+# Write calls per session and the bytes of their requests: no bound unless asked for. The reference
+# never refuses a write, and what a write costs is weighed in the bytes the session then holds (the
+# bounds above), which is what protects memory.
+DEFAULT_MAX_SESSION_WRITES: int | None = None
+DEFAULT_MAX_SESSION_WRITE_BYTES: int | None = None
 # Calls one /verify replays: a 6-turn episode makes tens; 7,000 took 2-3 s of CPU.
 DEFAULT_MAX_VERIFY_CALLS = 1000
 DEFAULT_RETRY_AFTER_S = 1
@@ -38,8 +38,8 @@ class ServerConfig:
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S
     evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S  # a full store evicts sessions idle this long; None: never
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES  # successful write calls per session
-    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES  # their request bodies, summed
+    max_session_writes: int | None = DEFAULT_MAX_SESSION_WRITES  # successful write calls per session; None: any
+    max_session_write_bytes: int | None = DEFAULT_MAX_SESSION_WRITE_BYTES  # their request bodies, summed; None: any
     max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES  # what one session may hold; None: unbounded
     max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES  # what all sessions may hold; None: unbounded
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS  # predicted calls one /verify replays

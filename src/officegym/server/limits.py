@@ -5,9 +5,10 @@ lists, and a write can hold far more than its request carried (`email_forward_em
 "FW: " + a subject the session wrote before). So the server weighs each session after every write
 call (`held_bytes`, the environment's upper bound of what the session holds beyond the shared
 world; for an environment without one, the bytes of its write requests) and refuses a write once
-the session holds `max_session_bytes`, or has made `max_writes` writes or sent `max_bytes` of write
-requests, with the reference's in-band error shape: the model reads why, nothing crashes. The store
-bounds the sum over all sessions (sessions.py).
+the session holds `max_session_bytes`, with the reference's in-band error shape: the model reads
+why, nothing crashes. The store bounds the sum over all sessions (sessions.py). Counting a session's
+writes (`max_writes`) or their request bytes (`max_bytes`) is left to an operator who asks for it:
+the reference refuses no write, and the bytes held are what memory depends on.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class Seeded:
 
 @dataclass(frozen=True)
 class WriteLimits:
-    max_writes: int
-    max_bytes: int
+    max_writes: int | None  # None: any number
+    max_bytes: int | None  # None: any size
     write_tools: frozenset[str] | None  # None: every tool may write (an environment that names none)
     max_session_bytes: int | None = None  # what one session may hold; None: unbounded
 
@@ -43,11 +44,15 @@ class WriteLimits:
         """The error text for a write call that would pass a bound, else None."""
         if not self.is_write(name):
             return None
-        if seeded.writes >= self.max_writes or seeded.write_bytes + size > self.max_bytes:
+        too_many = self.max_writes is not None and seeded.writes >= self.max_writes
+        too_big = self.max_bytes is not None and seeded.write_bytes + size > self.max_bytes
+        if too_many or too_big:
+            bounds = ", ".join(b for b in (f"{self.max_writes} writes" if self.max_writes is not None else "",
+                                           f"{self.max_bytes} bytes of write arguments" if self.max_bytes is not None
+                                           else "") if b)
             return (f"Error executing tool '{name}': this session has reached its write limit "
-                    f"({self.max_writes} writes, {self.max_bytes} bytes of write arguments; it has made "
-                    f"{seeded.writes} writes of {seeded.write_bytes} bytes and this call has {size}). "
-                    "The call was not run.")
+                    f"({bounds}; it has made {seeded.writes} writes of {seeded.write_bytes} bytes and this call has "
+                    f"{size}). The call was not run.")
         if self.max_session_bytes is not None and seeded.held_bytes >= self.max_session_bytes:
             return (f"Error executing tool '{name}': this session holds {seeded.held_bytes} bytes of data, its "
                     f"limit is {self.max_session_bytes}. The call was not run.")

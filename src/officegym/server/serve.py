@@ -16,7 +16,6 @@ import ipaddress
 import sys
 from typing import Any
 
-from officegym.server.capture import capture_dir_from_environ
 from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
@@ -58,15 +57,31 @@ def check_bind(host: str, secret_key: str | None) -> str | None:
             "calls whatever model server URL a request names; keep it behind a firewall")
 
 
-def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None):
+def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None,
+                      reference_compat: str | None = None):
     """The environment registered as `env`: the workplace loaded from `world` (a folder or a loaded
-    World); any other from its name alone (a role environment's episodes come from the task rows)."""
+    World); any other from its name alone (a role environment's episodes come from the task rows).
+    `reference_compat` (the workplace's only: which pandas its reference runs on, envs/workplace/
+    compat.py); None: the environment's default."""
     from officegym.core.environment import EnvironmentSetupError
     from officegym.core.registry import make
 
     try:
-        return make(env, world=world, mode=mode)
+        built = make(env, world=world, mode=mode)
     except EnvironmentSetupError as exc:  # unknown name, a world it cannot load or does not take, a bad mode
+        raise ServeError(str(exc)) from None
+    if reference_compat is None:
+        return built
+    from officegym.envs.workplace.compat import DEFAULT_REFERENCE_COMPAT
+    from officegym.envs.workplace.env import WorkplaceEnvironment
+
+    if not isinstance(built, WorkplaceEnvironment):
+        if reference_compat == DEFAULT_REFERENCE_COMPAT:  # what every other environment is anyway
+            return built
+        raise ServeError(f"--reference-compat applies to the workplace environment (NeMo Gym's reference), not {env}")
+    try:
+        return WorkplaceEnvironment(built.world, built.mode, reference_compat=reference_compat)
+    except ValueError as exc:  # an unknown setting, or pandas3 without pyarrow
         raise ServeError(str(exc)) from None
 
 
@@ -78,11 +93,12 @@ def make_app(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    reference_compat: str | None = None,
     **app_options: Any,
 ):
     from officegym.server.app import create_app
 
-    environment = build_environment(env, world, mode)
+    environment = build_environment(env, world, mode, reference_compat)
     try:
         return create_app(environment, max_sessions, idle_ttl_s, max_body_bytes, mode=mode, **app_options)
     except ValueError as exc:
@@ -100,8 +116,8 @@ def run_server(
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
-    max_session_writes: int = DEFAULT_MAX_SESSION_WRITES,
-    max_session_write_bytes: int = DEFAULT_MAX_SESSION_WRITE_BYTES,
+    max_session_writes: int | None = DEFAULT_MAX_SESSION_WRITES,
+    max_session_write_bytes: int | None = DEFAULT_MAX_SESSION_WRITE_BYTES,
     max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
     max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES,
     max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
@@ -115,11 +131,12 @@ def run_server(
     log_level: str = "warning",
     access_log: bool = False,
     model_call_capture_dir: str | None = None,
+    reference_compat: str | None = None,
 ) -> None:
     """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting.
 
-    `model_call_capture_dir` defaults to NeMo Gym's when its launcher started this process with
-    observability on (capture.py)."""
+    `model_call_capture_dir`: NeMo Gym's, with its observability on (capture.py); the NeMo Gym
+    entry (integrations/nemo_gym/launch.py) passes the one its launcher's configuration names."""
     import uvicorn
     from uvicorn.config import LOG_LEVELS
 
@@ -133,7 +150,7 @@ def run_server(
         max_session_bytes=max_session_bytes, max_store_bytes=max_store_bytes,
         max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
         model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
-        model_call_capture_dir=model_call_capture_dir or capture_dir_from_environ(),
+        model_call_capture_dir=model_call_capture_dir, reference_compat=reference_compat,
     )
     # Keep-alive longer than clients keep idle connections (EnvClient: 2 s), so that a request
     # never races the server closing its connection.
@@ -143,6 +160,8 @@ def run_server(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from officegym.envs.workplace.compat import REFERENCE_COMPATS
+
     p = argparse.ArgumentParser(prog="python -m officegym.server.serve", description=__doc__.splitlines()[0])
     p.add_argument("--env", default="workplace")
     p.add_argument("--world", default=None, help="world folder (the workplace environment only)")
@@ -154,10 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--evict-idle", type=float, default=DEFAULT_EVICT_IDLE_S,
                    help="a full store evicts its least recently used session idle this many seconds; 0: never")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    p.add_argument("--max-session-writes", type=int, default=DEFAULT_MAX_SESSION_WRITES,
-                   help="successful write calls one session may make")
-    p.add_argument("--max-session-write-bytes", type=int, default=DEFAULT_MAX_SESSION_WRITE_BYTES,
-                   help="bytes of write-call bodies one session may send")
+    p.add_argument("--max-session-writes", type=int, default=0,
+                   help="successful write calls one session may make; 0 (default): any number")
+    p.add_argument("--max-session-write-bytes", type=int, default=0,
+                   help="bytes of write-call bodies one session may send; 0 (default): any")
     p.add_argument("--max-session-bytes", type=int, default=DEFAULT_MAX_SESSION_BYTES,
                    help="bytes of data one session may hold; 0: unbounded")
     p.add_argument("--max-store-bytes", type=int, default=DEFAULT_MAX_STORE_BYTES,
@@ -168,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log-level", default="warning")
     p.add_argument("--model-call-capture-dir", default=None,
                    help="NeMo Gym's model_call_capture_dir (observability on): /verify waits for the call's record")
+    p.add_argument("--reference-compat", default=None, choices=REFERENCE_COMPATS,
+                   help="the workplace's: reproduce NeMo Gym's reference on pandas 2.3.2 (pandas2, the default, "
+                        "what its uv.lock pins) or pandas 3.1 (pandas3, what a pip install resolves)")
     a = p.parse_args(argv)
     from officegym.core.environment import EnvironmentSetupError
     from officegym.core.registry import takes_world
@@ -183,10 +205,12 @@ def main(argv: list[str] | None = None) -> int:
             print(warning, file=sys.stderr, flush=True)
         run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
                    idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
-                   max_session_writes=a.max_session_writes, max_session_write_bytes=a.max_session_write_bytes,
+                   max_session_writes=a.max_session_writes or None,
+                   max_session_write_bytes=a.max_session_write_bytes or None,
                    max_session_bytes=a.max_session_bytes or None, max_store_bytes=a.max_store_bytes or None,
                    max_verify_calls=a.max_verify_calls, secret_key=a.secret,
-                   log_level=a.log_level, model_call_capture_dir=a.model_call_capture_dir)
+                   log_level=a.log_level, model_call_capture_dir=a.model_call_capture_dir,
+                   reference_compat=a.reference_compat)
     except ServeError as exc:
         p.error(str(exc))
     return 0

@@ -14,9 +14,14 @@ officegym's settings share that block (all optional):
     world: reference         reference: NeMo Gym's own resources_servers/workplace_assistant/csv_data;
                              generated: officegym's default generated world; else a world folder
     mode: nemo_gym           verification mode (nemo_gym: the reference's rewards, quirks included)
+    reference_compat: pandas2 the workplace's reference as on pandas 2.3.2 (NeMo Gym's uv.lock; the
+                             default) or pandas3 (3.1, what a pip install resolves): envs/workplace/compat.py
     max_sessions, idle_ttl_s, evict_idle_s, max_body_bytes, max_session_writes, max_session_write_bytes,
     max_session_bytes, max_store_bytes,
     max_verify_calls, evidence, cookie_name, secret_key, log_level   (server/config.py)
+
+With NeMo Gym's global `observability_enabled: true`, its `model_call_capture_dir` is passed to the
+server as its capture directory (server/capture.py), read here with the rest of the configuration.
 
 The session cookie is named and signed as NeMo Gym names and signs its own servers' cookies,
 `WorkbenchResourcesServer___<instance name>`, unless `cookie_name`/`secret_key` (or
@@ -37,13 +42,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from officegym.server.capture import capture_dir_of
 from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSION_BYTES,
-    DEFAULT_MAX_SESSION_WRITE_BYTES,
-    DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
@@ -57,6 +61,8 @@ SERVER_TYPE = "resources_servers"
 # NeMo Gym's reference server class: its servers name (and sign) their cookie `<class>___<instance>`.
 REFERENCE_CLASS = "WorkbenchResourcesServer"
 REFERENCE_WORLD = Path("resources_servers", "workplace_assistant", "csv_data")
+# NeMo Gym's global settings the entry reads.
+TOP_LEVEL_KEYS = ("dry_run", "uvicorn_logging_show_200_ok", "observability_enabled", "model_call_capture_dir")
 # Keys of a resources-server block that NeMo Gym itself reads or documents; officegym ignores them quietly.
 NEMO_GYM_KEYS = frozenset({
     "entrypoint", "domain", "verified", "verified_url", "description", "value", "datasets", "license", "name",
@@ -80,12 +86,13 @@ class ServerSettings(BaseModel):
     env: str = "workplace"
     world: str | None = None
     mode: str = "nemo_gym"
+    reference_compat: str | None = None  # the workplace's pandas2 or pandas3; None: its default (the server checks it)
     max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1)
     idle_ttl_s: float | None = Field(DEFAULT_IDLE_TTL_S, ge=0)  # 0 or null: sessions never expire
     evict_idle_s: float | None = Field(DEFAULT_EVICT_IDLE_S, ge=0)  # 0 or null: a full store never evicts
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
-    max_session_writes: int = Field(DEFAULT_MAX_SESSION_WRITES, ge=1)
-    max_session_write_bytes: int = Field(DEFAULT_MAX_SESSION_WRITE_BYTES, ge=1)
+    max_session_writes: int | None = Field(None, ge=0)  # 0 or null (the default): any number
+    max_session_write_bytes: int | None = Field(None, ge=0)  # 0 or null (the default): any size
     max_session_bytes: int | None = Field(DEFAULT_MAX_SESSION_BYTES, ge=0)  # 0 or null: unbounded
     max_store_bytes: int | None = Field(DEFAULT_MAX_STORE_BYTES, ge=0)  # 0 or null: unbounded
     max_verify_calls: int = Field(DEFAULT_MAX_VERIFY_CALLS, ge=1)
@@ -108,6 +115,7 @@ class Launch:
     dry_run: bool = False
     access_log: bool = False
     ignored: tuple[str, ...] = ()  # keys of the block that neither officegym nor NeMo Gym uses
+    capture_dir: Path | None = None  # NeMo Gym's model_call_capture_dir when its observability is on
 
 
 # -- reading the launcher's configuration
@@ -128,7 +136,7 @@ def instance_block(config_yaml: str, name: str) -> tuple[str, dict[str, Any], di
             if not isinstance(root, Mapping) or name not in root:
                 raise LaunchError(f"the configuration has no server instance {name!r} ({CONFIG_PATH_ENV})")
             entry = OmegaConf.to_container(root[name], resolve=True)
-            top = {k: root.get(k) for k in ("dry_run", "uvicorn_logging_show_200_ok")}
+            top = {k: OmegaConf.select(root, k) for k in TOP_LEVEL_KEYS}
         except OmegaConfBaseException as exc:
             raise LaunchError(f"cannot read {CONFIG_DICT_ENV}: {exc}") from None
     else:
@@ -143,7 +151,7 @@ def instance_block(config_yaml: str, name: str) -> tuple[str, dict[str, Any], di
         entry = root[name]
         if "${" in json.dumps(entry, default=str):
             raise LaunchError(f"{name!r} holds ${{...}} interpolations; resolving them needs omegaconf (pip install omegaconf)")
-        top = {k: root.get(k) for k in ("dry_run", "uvicorn_logging_show_200_ok")}
+        top = {k: root.get(k) for k in TOP_LEVEL_KEYS}
     if not isinstance(entry, dict) or len(entry) != 1 or SERVER_TYPE not in entry:
         raise LaunchError(f"{name!r} is not a resources server: expected {{{SERVER_TYPE}: {{<server>: {{...}}}}}}")
     servers = entry[SERVER_TYPE]
@@ -230,7 +238,7 @@ def load_launch(environ: Mapping[str, str] | None = None) -> Launch:
     return Launch(
         name=name, server=server, settings=settings, world=world, cookie_name=cookie, secret_key=secret,
         dry_run=bool(top.get("dry_run")), access_log=bool(top.get("uvicorn_logging_show_200_ok")),
-        ignored=tuple(sorted(k for k in block if k not in known)),
+        ignored=tuple(sorted(k for k in block if k not in known)), capture_dir=capture_dir_of(top),
     )
 
 
@@ -240,11 +248,12 @@ def _server_options(launch: Launch) -> dict[str, Any]:
     s = launch.settings
     return dict(
         mode=s.mode, max_sessions=s.max_sessions, idle_ttl_s=s.idle_ttl_s or None, max_body_bytes=s.max_body_bytes,
-        evict_idle_s=s.evict_idle_s or None,
-        max_session_writes=s.max_session_writes, max_session_write_bytes=s.max_session_write_bytes,
+        evict_idle_s=s.evict_idle_s or None, reference_compat=s.reference_compat,
+        max_session_writes=s.max_session_writes or None, max_session_write_bytes=s.max_session_write_bytes or None,
         max_session_bytes=s.max_session_bytes or None, max_store_bytes=s.max_store_bytes or None,
         max_verify_calls=s.max_verify_calls, evidence=s.evidence, cookie_name=launch.cookie_name,
         secret_key=launch.secret_key,
+        model_call_capture_dir=str(launch.capture_dir) if launch.capture_dir else None,
     )
 
 
