@@ -39,10 +39,11 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.ray_rollouts import EnvSpec, RayOptions, RolloutFleet, RunSetup
 from officegym.agent.scripted import OraclePolicy
 from officegym.core import registry
+from officegym.core.policy import Policy
 from officegym.core.task import Task
 
 
-class PacedOracle:
+class PacedOracle(Policy):
     """The oracle, with `cpu_ms` of CPU work and `latency_ms` of waiting before each turn's answer."""
 
     def __init__(self, cpu_ms: float = 0.0, latency_ms: float = 0.0):

@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from officegym.core.policy import Policy as BasePolicy
 from officegym.progress import LineProgress, progress
 
 
@@ -44,7 +45,7 @@ def test_a_heartbeat_shows_the_policys_work_while_no_rollout_has_finished():
 
     from officegym.progress import heartbeat, policy_activity
 
-    class Policy:
+    class Policy(BasePolicy):
         def __init__(self):
             self.stats = {"calls": 0, "completion_tokens": 0}
 
@@ -91,7 +92,7 @@ def test_a_log_gets_a_line_at_once_for_each_new_step_and_throttled_lines_within_
         "loading m (0 s)", "prefill: 8 prompts (0 s)", "1 model calls, 5 tokens"]
 
 
-class SlowPolicy:
+class SlowPolicy(BasePolicy):
     """A model that takes its time to load and to answer, saying what it is doing as HFPolicy does."""
 
     name = "slow"

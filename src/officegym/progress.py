@@ -130,10 +130,10 @@ def policy_activity(policy: Any, stage: Stage | None = None) -> Activity | None:
     and the phase it is in; before that, its phase ("prefill of 4.5k tokens", from its `phase`:
     (text, since)) or else the command's `stage`, with the seconds spent in it. None: nothing known."""
     now = time.perf_counter()
-    phase = getattr(policy, "phase", None)
+    phase = policy.phase
     current = f"{phase[0]} ({now - phase[1]:.0f} s)" if isinstance(phase, tuple) and len(phase) == 2 else None
-    stats = getattr(policy, "stats", None)
-    if isinstance(stats, dict) and stats.get("calls"):
+    stats = policy.stats
+    if stats.get("calls"):
         tokens = float(stats.get("completion_tokens") or 0)
         shown = f"{tokens / 1000:.1f}k" if tokens >= 1000 else f"{tokens:.0f}"
         text = f"{stats['calls']:.0f} model calls, {shown} tokens"

@@ -9,7 +9,7 @@ import pytest
 
 from officegym.agent.loop import LoopConfig, rollout, run_rollouts
 from officegym.agent.policies import PolicySpecError, make_policy
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
 from officegym.envs.workplace.env import WorkplaceEnvironment
@@ -57,7 +57,7 @@ def test_random_policy_runs_and_is_reproducible(env, tasks):
     assert all(t.calls for t in a)
 
 
-class Reader:
+class Reader(Policy):
     """Always calls a read tool: the loop must stop after max_steps turns."""
 
     name = "reader"
@@ -87,7 +87,7 @@ def test_requests_from_concurrent_rollouts_are_batched(env, tasks):
     assert max(policy.batches) > 1
 
 
-class Malformed:
+class Malformed(Policy):
     name = "malformed"
 
     async def complete(self, requests, params):
@@ -111,7 +111,7 @@ def test_malformed_calls_are_recorded_and_reported_to_the_model(env, tasks):
     assert traj.verdict["invalid_calls"] and traj.reward == 0.0
 
 
-class Exploding:
+class Exploding(Policy):
     name = "exploding"
 
     async def complete(self, requests, params):

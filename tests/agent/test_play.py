@@ -12,7 +12,7 @@ from officegym.agent.council_seats import team_of
 from officegym.agent.loop import INVALID_CALL_HINT, LoopConfig, play, submitter
 from officegym.core.environment import EnvironmentSetupError
 from officegym.core.episode import Episode
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.registry import make
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
@@ -66,7 +66,7 @@ class Relay(Episode):
         return {"outcome": verdict.reward, "own": float(sum(s == seat for s, _ in self.said))}
 
 
-class Recorder:
+class Recorder(Policy):
     """Answers each request with an echo of the seat's name and turn; records the batches it got."""
 
     name = "recorder"
@@ -143,7 +143,7 @@ def test_malformed_calls_get_the_hint_and_outputs_are_cut():
 
 
 def test_a_policy_that_raises_fails_the_turn_not_the_episode():
-    class Broken:
+    class Broken(Policy):
         name = "broken"
         continuous = True
 

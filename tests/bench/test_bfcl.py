@@ -28,7 +28,7 @@ from officegym.bench.bfcl_replay import java_source, js_source
 from officegym.bench.bfcl_run import RESULTS, run_bfcl, summarise
 from officegym.bench.bfcl_score import bfcl_summary
 from officegym.cli import app
-from officegym.core.policy import Completion
+from officegym.core.policy import Completion, Policy
 from officegym.core.types import ToolCall
 
 try:  # installed, but without what its data loader imports (filelock)
@@ -84,7 +84,7 @@ def test_noop_scores_zero_except_on_irrelevance(all_cases, tmp_path):
         assert 0.0 <= v["ci95"][0] <= v["accuracy"] <= v["ci95"][1] <= 1.0
 
 
-class _Scripted:
+class _Scripted(Policy):
     """Returns one fixed completion per entry id (a bad-output zoo)."""
 
     name = "scripted"

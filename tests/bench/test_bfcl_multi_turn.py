@@ -23,7 +23,7 @@ from officegym.bench.bfcl_multi_turn import CallRefused, render_call, run_episod
 from officegym.bench.bfcl_replay import GroundTruthError, parse_call_string
 from officegym.bench.bfcl_run import RESULTS, run_bfcl, summarise
 from officegym.cli import app
-from officegym.core.policy import Completion
+from officegym.core.policy import Completion, Policy
 from officegym.core.types import ToolCall
 
 try:
@@ -80,7 +80,7 @@ def test_noop_scores_zero_on_every_multi_turn_category(tmp_path):
     assert {r["error_type"] for r in result.rows} == {"multi_turn:empty_turn_model_response"}
 
 
-class _Oracle:
+class _Oracle(Policy):
     """Replays each turn's ground truth, optionally changed by `edit(case_id, turn, calls)`."""
 
     name = "edited-oracle"
@@ -169,7 +169,7 @@ def test_ground_truth_strings_are_parsed_not_evaluated():
             parse_call_string(bad, classes)
 
 
-class _Zoo:
+class _Zoo(Policy):
     """Per entry id, a script of completions, one per request (the last repeats)."""
 
     name = "zoo"

@@ -8,7 +8,7 @@ import pytest
 
 import officegym.train.data  # noqa: F401  (registers toy_pick, as in the trainer)
 from officegym.core import registry
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 from officegym.train import toy
 from officegym.train.config import GRPORunConfig, build_config
@@ -25,7 +25,7 @@ THINKING = "Let me think about which number the user asked for. "
 BUDGET = len(encode(toy.answer_text(0))) + len(encode("Done.")) + 2
 
 
-class FakeTokenPolicy:
+class FakeTokenPolicy(Policy):
     """A deterministic token-level policy: each prompt extends the previous turn's ids (so the
     ledger is well formed), the first turn picks the right number for even prompts and (after some
     thinking that runs past the episode's token budget) a wrong one for odd ones, and the log-probs follow the ids and the pushed weights' offset. It honours the
@@ -34,6 +34,7 @@ class FakeTokenPolicy:
     name = "fake-tokens"
     template_name = "fake-template"
     pad_id = 0
+    takes_weights = True
 
     def __init__(self) -> None:
         self.offset = 0.0
@@ -45,7 +46,7 @@ class FakeTokenPolicy:
     def complete_sync(self, requests, params, max_new_tokens=None) -> list[Completion]:
         self.stats["calls"] += 1
         self.stats["seconds"] += 0.001
-        caps = max_new_tokens or [None] * len(requests)
+        caps = max_new_tokens or [r.max_new_tokens for r in requests]
         return [self._one(r, params, cap) for r, cap in zip(requests, caps)]
 
     def _one(self, r: PolicyRequest, params: SamplingParams, cap: int | None) -> Completion:

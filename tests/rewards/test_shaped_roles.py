@@ -12,7 +12,7 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.core import registry
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall, Verdict
@@ -23,7 +23,7 @@ SINGLE = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost
 CLAIMS = {"roles/cost": "claimed_monthly_cost", "roles/cto": "claimed_tco"}
 
 
-class Replay:
+class Replay(Policy):
     """Plays fixed turns of calls, then a closing message."""
 
     name = "replay"

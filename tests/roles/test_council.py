@@ -8,7 +8,7 @@ import pytest
 
 from officegym.agent.council import CouncilConfig, run_council, run_councils
 from officegym.agent.council_seats import GreedyMediator, ScriptedMember, team_of
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 from officegym.envs.roles.council import CouncilState, score_council
 
@@ -49,7 +49,7 @@ def test_a_member_that_shares_nothing_stalls_the_council(council_tasks):
     assert out.reward == 0.0 and out.grade.label == "no_commit" and out.state.rounds == 3
 
 
-class Obstructor:
+class Obstructor(Policy):
     """A member that objects to every proposal citing the budget, whatever the plan costs."""
 
     name = "obstructor"

@@ -13,7 +13,7 @@ from officegym.agent.council import run_councils
 from officegym.agent.loop import LoopConfig, rollout, run_rollouts
 from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
-from officegym.core.policy import Completion
+from officegym.core.policy import Completion, Policy
 from officegym.core.rollout_row import error_source, officegym_of, retryable
 from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import CouncilEpisode
@@ -124,7 +124,7 @@ def test_a_scripted_policy_that_raises_fails_that_rollout_as_its_own_error(monke
     assert sum(error_source(r) is None for r in result.rows) == len(TASKS) - 1  # one batch, one failure
 
 
-class FlakyBackend:
+class FlakyBackend(Policy):
     """A model backend whose call fails the first time it is asked to continue one task."""
 
     name = "flaky"

@@ -12,7 +12,7 @@ import pytest
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.policies import make_policy
-from officegym.core.policy import Completion
+from officegym.core.policy import Completion, Policy
 from officegym.core.task import Task
 from officegym.core.toolcalls import parse_tool_call
 from officegym.envs.workplace.env import WorkplaceEnvironment
@@ -39,7 +39,7 @@ def comparable(traj) -> str:
     return json.dumps(strip(traj.to_dict()), sort_keys=True, default=str)
 
 
-class EdgeCases:
+class EdgeCases(Policy):
     """Turn 0: calls whose handling differs by route or never reaches a tool; turn 1: writes and
     reads of the same session; then an answer."""
 

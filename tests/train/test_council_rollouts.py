@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from officegym.agent.council_seats import ScriptedMediator, ScriptedMember
-from officegym.core.policy import SamplingParams
+from officegym.core.policy import Policy, SamplingParams
 from officegym.core.registry import make
 from officegym.train.council_rollouts import CouncilSetupError, council_metrics, fixed_seats, play_councils
 
@@ -15,7 +15,7 @@ def env():
     return make("roles/council")
 
 
-class Counting:
+class Counting(Policy):
     """A trained seat that plays like the scripted mediator and counts the requests it got."""
 
     name = "counting"
@@ -51,7 +51,7 @@ def test_self_play_gives_every_trained_seat_a_trajectory(env):
     tasks = env.generate_tasks(2, 5)
     jobs = [(t, 0) for t in tasks]
 
-    class Members:
+    class Members(Policy):
         name = "members"
 
         def __init__(self):

@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from officegym.core.policy import Policy
+
 pytest.importorskip("torch")
 
 
@@ -38,7 +40,7 @@ def test_two_grpo_steps_on_workplace(tmp_path, make_cfg, tiny_model_dir, workpla
 
 
 
-class _SendThenForward:
+class _SendThenForward(Policy):
     """Solves the task, then appends a call the tool refuses (forwarding an e-mail id it made up):
     the junk call GRPO on the quickstart learned to add to successful sends."""
 

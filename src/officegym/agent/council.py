@@ -59,7 +59,7 @@ def full_seats(seats: Mapping[str, Policy]) -> dict[str, Policy]:
 
 
 def _name(policy: Policy) -> str:
-    return getattr(policy, "name", type(policy).__name__)
+    return policy.name
 
 
 class Seating:
@@ -132,7 +132,7 @@ def outcome_row(outcome: CouncilOutcome, seats: Mapping[str, Policy]) -> dict[st
         "task_id": outcome.task_id, "reward": outcome.reward, "label": outcome.grade.label,
         "components": outcome.grade.components, "evidence": outcome.grade.evidence, "acts": outcome.state.events,
         "rounds": outcome.state.rounds, "seconds": outcome.seconds,
-        "seats": {s: getattr(p, "name", type(p).__name__) for s, p in seats.items()},
+        "seats": {s: p.name for s, p in seats.items()},
         "trajectories": {s: t.to_dict() for s, t in outcome.trajectories.items()},
     }
 
@@ -177,9 +177,7 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
             finally:  # backends hold HTTP clients bound to this event loop
                 await seating.close()
                 for policy in {id(p): p for p in seats.values()}.values():
-                    close = getattr(policy, "aclose", None)
-                    if close is not None:
-                        await close()
+                    await policy.aclose()
 
     asyncio.run(main())
     return rows

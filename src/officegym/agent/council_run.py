@@ -77,7 +77,7 @@ def run_council_folder(tasks: Sequence[Task], seats: Mapping[str, Policy], folde
     rows = run_council_file(tasks, seats, folder / COUNCILS, config, concurrency, progress=progress)
     wanted = {json.dumps(t.id, default=str) for t in tasks}
     rows = [r for r in rows if json.dumps(r.get("task_id"), default=str) in wanted]
-    summary = {"seats": {s: getattr(p, "name", type(p).__name__) for s, p in seats.items()},
+    summary = {"seats": {s: p.name for s, p in seats.items()},
                "specs": dict(specs or {}), "max_rounds": config.max_rounds, **summarize_councils(rows)}
     _write_json(folder / SUMMARY, summary)
     return summary

@@ -61,7 +61,7 @@ def _scenario(request: PolicyRequest) -> Scenario:
     return CouncilEnvironment().scenario(request.task)
 
 
-class ScriptedMember:
+class ScriptedMember(Policy):
     """A truthful member: shares all its facts in its first turn, then accepts each new proposal or
     objects with the first of its own constraints the plan breaks, citing the fact that shows it.
     `reasons` limits the constraints it checks (GreedyMember checks only its headline one)."""
@@ -109,7 +109,7 @@ class GreedyMember(ScriptedMember):
         self.name = f"greedy-{seat}"
 
 
-class _MediatorBase:
+class _MediatorBase(Policy):
     """What both scripted mediators read from the council: shared facts, proposals, responses."""
 
     name = "mediator"

@@ -32,7 +32,7 @@ from officegym.agent.hf_conversations import DEFAULT_BUDGET_MB, ConversationCach
 from officegym.agent.hf_decoding import HFDecoding, Row, common_prefix_length
 from officegym.agent.hf_loading import CPU_BATCH, DEVICES, DTYPES, HFLoading
 from officegym.agent.tool_call_parser import parse_text_tool_calls
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 
 SPLIT_SHARED_LOSS = 128  # start a new chunk rather than shorten the chunk's shared prefix by more
 
@@ -43,7 +43,7 @@ def _default_threads() -> int:
     return default_threads()
 
 
-class HFPolicy(HFLoading, HFChat, HFDecoding):
+class HFPolicy(HFLoading, HFChat, HFDecoding, Policy):
     """A local transformers model as a Policy (see the module docstring for the sampling loop).
 
     `model`: `smollm2-135m`, a local directory, or a hub id (needs the network).
@@ -59,7 +59,7 @@ class HFPolicy(HFLoading, HFChat, HFDecoding):
     (0 turns it off; SmolLM2-135M in float32 takes ~46 KB a token). `cuda_graphs`: on a GPU, replay
     each batch's decoding step from a CUDA graph (off: eager steps, as on a CPU). `split_prefixes`:
     batch only requests that share most of their prompt (default: on a CPU, off on a GPU; `_chunks`).
-    `HFPolicy.from_module` wraps a module a trainer owns instead of loading one.
+    `HFPolicy.from_module` wraps a module a trainer owns instead of loading one (`trains_in_process`).
     Nothing heavy happens until the first `complete` (or `load()`).
 
     After calls, `stats` counts tokens (prompt, actually prefilled, reused from the kept prefix or
@@ -67,6 +67,8 @@ class HFPolicy(HFLoading, HFChat, HFDecoding):
     chat-template problems met while building the token ledger. The kept prefix costs memory (about 200 MB for SmolLM2's 4.5k-token workplace prefix in
     float32); `close()` frees it with the model.
     """
+
+    supports_logprobs = True
 
     def __init__(
         self,
@@ -166,6 +168,7 @@ class HFPolicy(HFLoading, HFChat, HFDecoding):
                      chat_template=chat_template, autocast_dtype=autocast_dtype,
                      conversation_cache_mb=conversation_cache_mb, cuda_graphs=cuda_graphs)
         policy.name = name
+        policy.trains_in_process = True
         device = next(model.parameters()).device
         with policy._lock:
             policy._adopt(model, tokenizer, device, getattr(getattr(model, "config", None), "_name_or_path", None))
@@ -184,9 +187,12 @@ class HFPolicy(HFLoading, HFChat, HFDecoding):
         max_new_tokens: Sequence[int | None] | None = None,
     ) -> list[Completion]:
         """`max_new_tokens`, when given, caps each request's sampled tokens below params.max_new_tokens
-        (a trainer's per-episode budget); 0 gives an empty completion with finish_reason "length"."""
+        (a trainer's per-episode budget); 0 gives an empty completion with finish_reason "length".
+        Without it, each request's own `max_new_tokens` is its cap."""
         if not requests:
             return []
+        if max_new_tokens is None and any(r.max_new_tokens is not None for r in requests):
+            max_new_tokens = [r.max_new_tokens for r in requests]
         if max_new_tokens is not None and len(max_new_tokens) != len(requests):
             raise ValueError(f"{len(max_new_tokens)} token limits for {len(requests)} requests")
         self.load()

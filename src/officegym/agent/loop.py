@@ -282,7 +282,7 @@ def submitter(policy: Policy, params: SamplingParams, max_batch: int = 32) -> tu
     one by one for a backend that batches across conversations itself (continuous batching, so a
     rollout never waits for other rollouts' longer turns). A failing backend fails the turn, never
     the run. Close the Batcher (second item, None when there is none) when done."""
-    if getattr(policy, "continuous", False):
+    if policy.continuous:
         async def one_by_one(request: PolicyRequest) -> Completion:
             try:
                 return (await policy.complete([request], params))[0]
@@ -308,7 +308,7 @@ async def run_rollouts(
     `on_done` is called as each finishes (to write it out and advance a progress bar)."""
     submit, batcher = submitter(policy, config.params, max_batch)
     gate = asyncio.Semaphore(max(1, concurrency))
-    name = getattr(policy, "name", type(policy).__name__)
+    name = policy.name
 
     async def one(task: Task, k: int) -> Trajectory:
         async with gate:

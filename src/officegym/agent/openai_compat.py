@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from officegym.agent.messages import chat_messages_to_responses_items
 from officegym.agent.tool_call_parser import parse_text_tool_calls
-from officegym.core.policy import Completion, PolicyRequest, PolicyUnusable, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, PolicyUnusable, SamplingParams
 from officegym.core.toolcalls import ToolCallParseError, parse_tool_call
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -62,7 +62,7 @@ def checked_base_url(url: str) -> str:
     return url.rstrip("/")
 
 
-class OpenAIPolicy:
+class OpenAIPolicy(Policy):
     def __init__(
         self,
         model: str,

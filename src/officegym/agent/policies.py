@@ -93,15 +93,10 @@ def preflight(policy) -> str | None:
     with no check); its clients are closed afterwards, as they belong to this check's event loop."""
     import asyncio
 
-    if getattr(policy, "preflight", None) is None:
-        return None
-
     async def check() -> str | None:
         try:
             return await policy.preflight()
         finally:
-            close = getattr(policy, "aclose", None)
-            if close is not None:
-                await close()
+            await policy.aclose()
 
     return asyncio.run(check())

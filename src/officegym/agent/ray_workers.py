@@ -113,57 +113,42 @@ class RunPack:
     tasks: list[Task]
 
 
-def policy_info(policy: Any) -> dict[str, Any]:
+def policy_info(policy: Policy) -> dict[str, Any]:
     """What a caller elsewhere needs to know about a policy it does not hold."""
-    pad = getattr(policy, "pad_id", None)
+    pad = policy.pad_id
     return {
-        "name": getattr(policy, "name", type(policy).__name__),
-        "continuous": bool(getattr(policy, "continuous", False)),
-        "template_name": getattr(policy, "template_name", None),
+        "name": policy.name,
+        "continuous": bool(policy.continuous),
+        "template_name": policy.template_name,
         "pad_id": pad if isinstance(pad, int) else None,
     }
-
-
-async def close_policy(policy: Any) -> None:
-    close = getattr(policy, "aclose", None)
-    if close is not None:
-        await close()
 
 
 class PolicyEngine:
     """One model-backed policy serving the turns of the workers assigned to it."""
 
-    def __init__(self, factory: Callable[[], Any]):
+    def __init__(self, factory: Callable[[], Policy]):
         self.policy = factory()
 
     async def start(self) -> tuple[str | None, dict[str, Any]]:
         """Load the model now: (what keeps it from running or None, `policy_info`)."""
-        check = getattr(self.policy, "preflight", None)
-        problem = await check() if check is not None else None
-        return problem, policy_info(self.policy)
+        return await self.policy.preflight(), policy_info(self.policy)
 
-    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
-                       max_new_tokens: list[int | None] | None = None) -> list[Completion]:
-        """The policy's completions; `max_new_tokens` caps each request below params.max_new_tokens."""
-        if max_new_tokens is not None and getattr(self.policy, "continuous", False):
-            return await self.policy.complete(requests, params, max_new_tokens=max_new_tokens)
-        sync = getattr(self.policy, "complete_sync", None)
-        if max_new_tokens is not None and sync is not None:
-            return await asyncio.to_thread(sync, requests, params, max_new_tokens)
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        """The policy's completions (each request's `max_new_tokens` caps it below params')."""
         return await self.policy.complete(requests, params)
 
     def sync_weights(self, weights: list[tuple[str, Any]], version: Any = None) -> bool:
         return bool(self.policy.sync_weights(weights, version=version))
 
     def stats(self) -> dict[str, float]:
-        stats = getattr(self.policy, "stats", None) or {}
-        return {k: float(v) for k, v in stats.items() if isinstance(v, int | float)}
+        return {k: float(v) for k, v in (self.policy.stats or {}).items() if isinstance(v, int | float)}
 
     async def close(self) -> None:
-        await close_policy(self.policy)
+        await self.policy.aclose()
 
 
-class EnginePolicy:
+class EnginePolicy(Policy):
     """A worker's client of a `PolicyEngine` actor, with the engine's name and batching style: a
     continuous engine gets each turn as it comes, another the batches of the worker's Batcher."""
 
@@ -172,15 +157,8 @@ class EnginePolicy:
         self.name = info["name"]
         self.continuous = info["continuous"]
 
-    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
-                       max_new_tokens: list[int | None] | None = None) -> list[Completion]:
-        return await self.engine.complete.remote(requests, params, max_new_tokens)
-
-    def complete_sync(self, requests: list[PolicyRequest], params: SamplingParams,
-                      max_new_tokens: list[int | None] | None = None) -> list[Completion]:
-        import ray
-
-        return ray.get(self.engine.complete.remote(requests, params, max_new_tokens))
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
+        return await self.engine.complete.remote(requests, params)
 
 
 @dataclass
@@ -216,8 +194,7 @@ class RolloutWorker:
 
     async def preflight(self) -> str | None:
         """What keeps this worker's policy from running (its endpoint unreachable, ...), or None."""
-        check = getattr(self.policy, "preflight", None)
-        return await check() if check is not None else None
+        return await self.policy.preflight()
 
     def environment(self, spec: EnvSpec) -> BaseEnvironment:
         env = self.envs.pop(spec.key, None)
@@ -253,7 +230,7 @@ class RolloutWorker:
         reward_fn = (TimedReward(setup.reward_fn, partial(self._count, "reward_seconds"))
                      if setup.reward_fn is not None else None)
         policy = setup.wrap(self.policy) if setup.wrap is not None else self.policy
-        name = getattr(policy, "name", type(policy).__name__)
+        name = policy.name
         submit, batcher = submitter(policy, setup.config.params, setup.max_batch)  # as run_rollouts does
         return _Run(setup, pack.tasks, env, reward_fn, submit, name, batcher)
 
@@ -276,4 +253,4 @@ class RolloutWorker:
         for run_id in list(self.runs):
             await self.end_run(run_id)
         if not isinstance(self.policy, EnginePolicy):
-            await close_policy(self.policy)
+            await self.policy.aclose()

@@ -321,7 +321,7 @@ def _tco_from(facts: list[dict[str, Any]], selection: dict[str, str]) -> float:
     return sum(12 * price.get(f"cost/monthly/{o}", 0) + price.get(f"cost/migration/{o}", 0) for o in selection.values())
 
 
-class GreedyPolicy:
+class GreedyPolicy(Policy):
     """The greedy heuristic of each role (module docstring); `max_turns` bounds the council's proposals."""
 
     name = "greedy"
@@ -357,7 +357,7 @@ class GreedyPolicy:
         return None
 
 
-class RoleRandomPolicy:
+class RoleRandomPolicy(Policy):
     """The oracle's lookups, then a uniformly random valid answer (seeded per task)."""
 
     name = "role-random"
@@ -400,7 +400,7 @@ def rule_of(role: str) -> Any | None:
         return None
 
 
-class RulePolicy:
+class RulePolicy(Policy):
     """The fixed rule of a worded role (module docstring): read the documents the brief names, parse
     brief and documents, call the solver with what was parsed (or escalate, where the rule module has
     `escalation(texts)` and it gives a reason), answer from its output."""

@@ -8,11 +8,11 @@ import random
 import re
 from typing import Any
 
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 
 
-class OraclePolicy:
+class OraclePolicy(Policy):
     """Replays the ground truth, then a final answer. By default every call goes in the first turn;
     a task whose metadata holds `oracle_turns` (how many calls go in each turn, e.g. [3, 1]: the
     lookups, then the answer that uses their outputs) is replayed turn by turn as planned."""
@@ -49,7 +49,7 @@ def plan_turns(n_calls: int, planned: Any) -> list[int]:
     return [n_calls] if n_calls else []
 
 
-class NoopPolicy:
+class NoopPolicy(Policy):
     """Answers without ever calling a tool: scores exactly the share of do-nothing tasks."""
 
     name = "noop"
@@ -61,7 +61,7 @@ class NoopPolicy:
 _WORD = re.compile(r"[\w.@:-]+")
 
 
-class RandomPolicy:
+class RandomPolicy(Policy):
     """Up to `max_calls` schema-valid calls per turn for `turns` turns: a random offered tool, its
     required parameters filled with words seen in the conversation (so ids from earlier tool outputs
     can come back), integers for integer parameters. Seeded per request for reproducibility."""

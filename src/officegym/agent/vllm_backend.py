@@ -50,6 +50,7 @@ class VLLMPolicy(HFPolicy):
     # `sync_weights` may name part of the model: the rest keeps what the engine holds, which is the
     # checkpoint this policy loaded (vllm_engine.acquire reloads it when another policy's pushes or
     # weights are in the engine), so a trainer that started from it sends only what it changed.
+    takes_weights = True
     partial_weights = True
 
     def __init__(self, model: str, chat_template: str = "auto", batch_size: int = 256, **engine: Any):
@@ -161,8 +162,7 @@ class VLLMPolicy(HFPolicy):
 
     continuous = True
 
-    async def complete(self, requests: list[PolicyRequest], params: SamplingParams,
-                       max_new_tokens: Sequence[int | None] | None = None) -> list[Completion]:
+    async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
         """Every request enters the engine at once and returns when it finishes (agent/vllm_engine.py
         EngineDriver), so callers that submit one conversation per call (the agent loop does, for a
         policy with `continuous`) never wait for other conversations' longer turns. With
@@ -182,7 +182,7 @@ class VLLMPolicy(HFPolicy):
             if error is not None:
                 results[i] = error
                 continue
-            cap = None if max_new_tokens is None else max_new_tokens[i]
+            cap = request.max_new_tokens
             limit = self._row_limits([ids], params, [cap])[0]
             if limit <= 0:
                 results[i] = self._completion(Row(prompt=ids, limit=0, ids=[], logprobs=[], finish="length"), params, 0.0)

@@ -82,7 +82,7 @@ def _question(case: BfclCase, limit: int = 600) -> str:
 async def _complete_all(cases: list[BfclCase], policy: Policy, params: SamplingParams, concurrency: int,
                         max_batch: int, on_done: Callable[[dict[str, Any]], None]) -> None:
     batcher = Batcher(policy, params, max_batch=max_batch)
-    if getattr(policy, "continuous", False):
+    if policy.continuous:
         # The backend batches across conversations itself (see agent/loop.py).
         async def submit(request: PolicyRequest) -> Completion:
             return (await policy.complete([request], params))[0]
@@ -108,9 +108,7 @@ async def _complete_all(cases: list[BfclCase], policy: Policy, params: SamplingP
         await asyncio.gather(*(one(c) for c in cases))
     finally:
         await batcher.close()
-        close = getattr(policy, "aclose", None)
-        if close is not None:
-            await close()
+        await policy.aclose()
 
 
 def run_bfcl(cases: list[BfclCase], policy: Policy, out_dir: Path, params: SamplingParams | None = None,

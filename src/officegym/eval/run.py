@@ -80,17 +80,14 @@ def run_eval(
             new_rows.append(row)
             if progress is not None:
                 progress(1)
-            unusable = getattr(policy, "unusable", None)
-            if isinstance(unusable, PolicyUnusable):  # every rollout left would fail the same way
-                raise unusable
+            if isinstance(policy.unusable, PolicyUnusable):  # every rollout left would fail the same way
+                raise policy.unusable
 
         async def main() -> None:
             try:
                 await run_rollouts(env, jobs, policy, config or LoopConfig(), reward_fn, concurrency, max_batch, on_done)
             finally:
-                close = getattr(policy, "aclose", None)
-                if close is not None:
-                    await close()
+                await policy.aclose()
 
         if fleet is not None:
             from officegym.agent.ray_workers import RunSetup

@@ -391,9 +391,7 @@ class Pipeline:
         if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
             self._bfcl(name, policy, spec)
             reference = self._reference(name, out, policy, config)
-        close = getattr(policy, "close", None)
-        if close is not None:
-            close()
+        policy.close()
         if failed:  # no metrics.json: the stage is not done, and a rerun retries only these rollouts
             raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
                                 f"(rerun the pipeline to retry them): {officegym_of(failed[0]).get('error')}")

@@ -69,9 +69,7 @@ def play_councils(env: Any, jobs: Sequence[tuple[Task, int]], policy: Policy, tr
         finally:
             await seating.close()
             for other in {id(p): p for p in fixed.values()}.values():
-                close = getattr(other, "aclose", None)
-                if close is not None:  # an API client belongs to this event loop
-                    await close()
+                await other.aclose()  # an API client belongs to this event loop
 
     outcomes = asyncio.run(main())
     trajs = []

@@ -437,7 +437,7 @@ def grpo_step(cfg: GRPORunConfig, step: int, tm: Any, policy: Any, env: Any, str
     here = [j for j, grp in enumerate(grp for grp in groups for _ in grp.trajectories) if grp.group_id in trained_here]
     rows, row_adv, broken = _rows([trajs[j] for j in here], advantages[here] if len(here) else torch.zeros(0), policy)
     metrics["train/broken_rollouts"] = dist.sum(broken)
-    metrics["train/template_mismatches"] = float(getattr(policy, "stats", {}).get("ledger_template_mismatches", 0))
+    metrics["train/template_mismatches"] = float(policy.stats.get("ledger_template_mismatches", 0))
     t0 = time.perf_counter()
     sft_batches = sft_mix.batches(step, tm.device, dist) if sft_mix is not None else []
     update = _update(cfg, tm, rows, row_adv, optimizer, params, policy, reference, dist, sft_batches)
@@ -473,7 +473,7 @@ def _rows(trajs: Sequence[Trajectory], advantages: Any, policy: Any) -> tuple[li
     """Ledger rows of the rollouts that can be trained on; the others are counted."""
     from officegym.train.ledger import ledger_row
 
-    template = getattr(policy, "template_name", None) or None
+    template = policy.template_name or None
     rows, adv, broken = [], [], 0
     for traj, a in zip(trajs, advantages.tolist()):
         try:
@@ -536,7 +536,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     if not rows and not sft_batches and not dist.active:  # under torchrun every rank joins the collectives
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
-    pad_id = int(getattr(policy, "pad_id", None) or tm.tokenizer.pad_token_id or 0)
+    pad_id = int(policy.pad_id or tm.tokenizer.pad_token_id or 0)
     share = ("exact" if g.prompt_grad else "no_grad") if g.share_prefix else "off"
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
 

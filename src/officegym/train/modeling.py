@@ -332,7 +332,7 @@ def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
 
 def release_generation(policy: Any) -> None:
     """Stop what `generation_policy` started outside this process (Ray actors); nothing otherwise."""
-    if hasattr(policy, "fleet"):
+    if policy.fleet is not None:
         policy.close()
 
 
@@ -341,14 +341,11 @@ def push_weights(policy: Any, tm: TrainModel, version: Any) -> bool:
     shares the module needs nothing. Returns whether weights were sent. A policy that loaded the
     checkpoint training started from and takes part of a model (`partial_weights`) gets only what
     training can change: with adapters on the last 10 of 30 layers, a third of the tensors."""
-    sync = getattr(policy, "sync_weights", None)
-    if sync is None:
+    if not policy.takes_weights or policy.synced_version == version:
         return False
-    if getattr(policy, "synced_version", None) == version:
-        return False
-    if getattr(policy, "partial_weights", False):
-        return bool(sync(tm.hf_weights(changed_only=True), version=version, partial=True))
-    return bool(sync(tm.hf_weights(), version=version))
+    if policy.partial_weights:
+        return bool(policy.sync_weights(tm.hf_weights(changed_only=True), version=version, partial=True))
+    return bool(policy.sync_weights(tm.hf_weights(), version=version))
 
 
 def token_renderer(tm: TrainModel, cfg: RunConfig) -> Any:

@@ -20,6 +20,7 @@ from officegym.agent.hf import HFPolicy
 from officegym.agent.ray_rollouts import FleetSetupError, RayOptions, RayUnavailableError, RolloutFleet
 from officegym.agent.ray_workers import EnvSpec
 from officegym.core.environment import EnvironmentSetupError
+from officegym.core.policy import Policy
 from officegym.train.config import RunConfig
 from officegym.train.data import DataError  # train.data registers the trainer's own environments (toy_pick)
 
@@ -27,6 +28,7 @@ from officegym.train.data import DataError  # train.data registers the trainer's
 class SyncedHFPolicy(HFPolicy):
     """An HFPolicy over its own copy of the model, whose weights a trainer elsewhere replaces."""
 
+    takes_weights = True
     synced_version: Any = None
 
     def sync_weights(self, weights: list[tuple[str, Any]], version: Any = None) -> bool:
@@ -66,7 +68,7 @@ class TrainerEngine:
         return policy
 
 
-class RayGeneration:
+class RayGeneration(Policy):
     """The trainer's generation policy when its rollouts run on Ray: engines hold the model, the
     `fleet`'s workers play the episodes in environments built from `env_spec`."""
 
@@ -79,8 +81,10 @@ class RayGeneration:
         self.pad_id = info.get("pad_id")
         self.synced_version: Any = None
 
+    takes_weights = True
+
     @property
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, float]:  # type: ignore[override]
         """The engines' counters (calls, tokens, generation seconds, ledger checks), summed."""
         return self.fleet.engine_stats()
 

@@ -60,13 +60,12 @@ def collect(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], policy: Any,
     """Run the jobs through the agent loop (one policy call per turn for all of them) and time it;
     `validation` episodes take the validation section's limits where it sets them."""
     cap = _episode_cap(cfg, validation)
-    fleet = getattr(policy, "fleet", None)
-    if fleet is not None:
+    if policy.fleet is not None:
         return _collect_on_ray(policy, jobs, cfg, temperature, reward_fn, on_done, validation, cap)
     council = getattr(cfg, "council", None)
     if council is not None:
         return _collect_councils(env, jobs, policy, cfg, temperature, reward_fn, validation, cap)
-    stats = getattr(policy, "stats", {})
+    stats = policy.stats
     gen_before = float(stats.get("seconds", 0.0))
     batch = asyncio.run(_play(env, jobs, policy, cfg, temperature, reward_fn, on_done, validation))
     if stats:
@@ -99,7 +98,7 @@ async def _play(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], policy: 
 def can_overlap(policy: Any, cfg: RunConfig) -> bool:
     """Whether validation can run in the same engine as the next step's rollouts (`collect_with_validation`):
     an in-process engine that batches conversations as they come (vLLM), no councils, no Ray fleet."""
-    return (bool(getattr(policy, "continuous", False)) and getattr(policy, "fleet", None) is None
+    return (bool(policy.continuous) and policy.fleet is None
             and getattr(cfg, "council", None) is None)
 
 
@@ -122,7 +121,7 @@ def collect_with_validation(env: BaseEnvironment, jobs: Sequence[tuple[Task, int
         val = _play(env, val_jobs, policy, cfg, cfg.validation.temperature, reward_fn, None, True)
         return tuple(await asyncio.gather(train, val))  # type: ignore[return-value]
 
-    stats = getattr(policy, "stats", {})
+    stats = policy.stats
     gen_before = float(stats.get("seconds", 0.0))
     batch, val_batch = asyncio.run(both())
     if stats:
@@ -154,7 +153,7 @@ def _collect_councils(env: BaseEnvironment, jobs: Sequence[tuple[Task, int]], po
     c = cfg.council
     fixed = fixed_seats(c.train_seats, c.seats, c.max_rounds, make_model=make_policy)
     params = loop_config(cfg, temperature, validation=validation).params
-    stats = getattr(policy, "stats", {})
+    stats = policy.stats
     gen_before = float(stats.get("seconds", 0.0))
     t0 = time.perf_counter()
     trajs, outcomes = play_councils(env, jobs, EpisodeBudget(policy, cap), c.train_seats, fixed, params, c.max_rounds,

@@ -3,7 +3,6 @@ save/restore, the per-episode token budget, and progress bars."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -13,12 +12,13 @@ import signal
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, read_text
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.train.checkpoint import CheckpointInfo, CheckpointManager, find_checkpoints
 from officegym.train.config import OptimConfig, RunConfig, config_changes, config_dict, save_config
 
@@ -375,7 +375,7 @@ def restore_checkpoint(manager: CheckpointManager, tm: Any, optimizer: Any, sche
     return info
 
 
-class EpisodeBudget:
+class EpisodeBudget(Policy):
     """A Policy wrapper that caps the tokens sampled per episode (on top of the per-turn cap in
     SamplingParams): each request may sample at most `budget` minus what its conversation sampled
     before. A conversation is followed through `PolicyRequest.previous`; an exhausted budget gives
@@ -384,7 +384,7 @@ class EpisodeBudget:
     def __init__(self, inner: Any, budget: int | None, max_tracked: int = 65536):
         self.inner = inner
         self.budget = budget
-        self.name = getattr(inner, "name", type(inner).__name__)
+        self.name = inner.name
         self.max_tracked = max_tracked
         self._used: OrderedDict[int, tuple[Completion, int]] = OrderedDict()
 
@@ -393,14 +393,9 @@ class EpisodeBudget:
         for r in requests:
             entry = self._used.pop(id(r.previous), None) if r.previous is not None else None
             used.append(entry[1] if entry is not None and entry[0] is r.previous else 0)
-        caps = None if self.budget is None else [max(0, self.budget - u) for u in used]
-        sync = getattr(self.inner, "complete_sync", None)
-        if caps is not None and self.continuous:
-            out = await self.inner.complete(requests, params, max_new_tokens=caps)
-        elif caps is not None and sync is not None:
-            out = await asyncio.to_thread(sync, requests, params, caps)
-        else:
-            out = await self.inner.complete(requests, params)
+        if self.budget is not None:  # the cap travels in the request; backends without token control ignore it
+            requests = [replace(r, max_new_tokens=max(0, self.budget - u)) for r, u in zip(requests, used)]
+        out = await self.inner.complete(requests, params)
         for c, u in zip(out, used):
             self._used[id(c)] = (c, u + int(c.completion_tokens or 0))
         while len(self._used) > self.max_tracked:
@@ -408,9 +403,9 @@ class EpisodeBudget:
         return out
 
     @property
-    def continuous(self) -> bool:
+    def continuous(self) -> bool:  # type: ignore[override]
         """Whether the wrapped backend takes conversations one by one (see agent.loop.run_rollouts)."""
-        return bool(getattr(self.inner, "continuous", False))
+        return self.inner.continuous
 
     def reset(self) -> None:
         self._used.clear()

@@ -27,7 +27,7 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.messages import responses_items_to_chat_messages
 from officegym.core.environment import BaseEnvironment
 from officegym.core.files import read_jsonl_text
-from officegym.core.policy import Completion, PolicyRequest, SamplingParams
+from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.rollout_row import RolloutRowError, parse
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
@@ -61,7 +61,7 @@ class BuildReport:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
 
-class GroundTruthPolicy:
+class GroundTruthPolicy(Policy):
     """Makes a task's ground-truth calls (all in turn 0, or one per turn), then answers."""
 
     name = "ground_truth"
