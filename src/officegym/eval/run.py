@@ -38,7 +38,7 @@ def load_rollouts(path: Path) -> list[dict[str, Any]]:
 def run_eval(
     env: BaseEnvironment,
     tasks: list[Task],
-    policy: Policy,
+    policy: Policy | None,
     out_dir: Path,
     k: int = 1,
     config: LoopConfig | None = None,
@@ -80,7 +80,8 @@ def run_eval(
             new_rows.append(row)
             if progress is not None:
                 progress(1)
-            if isinstance(policy.unusable, PolicyUnusable):  # every rollout left would fail the same way
+            # every rollout left would fail the same way (on a fleet, `policy` is None: its workers hold theirs)
+            if policy is not None and isinstance(policy.unusable, PolicyUnusable):
                 raise policy.unusable
 
         async def main() -> None:
