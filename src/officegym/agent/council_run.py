@@ -10,6 +10,7 @@ from typing import Any
 
 from officegym.agent.council import CouncilConfig, run_council_file, summarize_councils
 from officegym.agent.council_seats import scripted_seat
+from officegym.agent.policies import PolicySpec
 from officegym.core.files import atomic_write
 from officegym.core.policy import Policy
 from officegym.core.task import Task
@@ -41,7 +42,7 @@ def seat_policies(specs: Mapping[str, str], max_rounds: int, make_model: Callabl
         spec = specs.get(seat, "scripted")
         made = scripted_seat(seat, spec, max_rounds)
         if made is None:
-            if spec.partition(":")[0] in ("role-random", "silent"):
+            if PolicySpec(spec).kind in ("role-random", "silent"):
                 raise CouncilRunError(f"{spec!r} cannot sit at {seat}; use scripted, oracle, greedy, silent (members), "
                                  "random, noop or a model (openai:MODEL, hf:PATH, ...)")
             if spec not in models:

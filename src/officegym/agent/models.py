@@ -246,9 +246,11 @@ def resolve_model(spec: str, cache: Path | None = None) -> Path | str:
     directory is returned as a Path; a spec that looks like a path but does not exist is an error;
     anything else is returned unchanged as a hub id.
     """
+    from officegym.agent.policies import PolicySpec
+
     spec = spec.strip()
-    if spec.startswith("hf:"):
-        spec = spec[3:]
+    if spec.startswith("hf:"):  # hf:PATH names PATH
+        spec = PolicySpec(spec).arg
     if spec in BUNDLED:
         return ensure_bundled(spec, cache)
     path = Path(spec).expanduser()

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from officegym.agent.policies import PolicySpec
 from officegym.agent.ray_cluster import Cluster, RayUnavailableError, connect, require_ray
-from officegym.agent.ray_workers import EnvSpec, PolicyEngine, PolicySpec, RolloutWorker, RunPack, RunSetup
+from officegym.agent.ray_workers import EnvSpec, PolicyEngine, RolloutWorker, RunPack, RunSetup
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from officegym.agent.batching import Batcher
 from officegym.agent.loop import LoopConfig, rollout, submitter
+from officegym.agent.policies import PolicySpec  # the picklable factory a fleet builds its policies from
 from officegym.agent.timed import TimedEnvironment, TimedReward
 from officegym.core import registry
 from officegym.core.environment import BaseEnvironment
@@ -72,23 +73,10 @@ class EnvSpec:
         return registry.make(self.name, world=world, mode=self.mode)
 
 
-@dataclass(frozen=True)
-class PolicySpec:
-    """A policy built from its spec string where it runs (`agent.policies.make_policy`)."""
-
-    spec: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def __call__(self) -> Policy:
-        from officegym.agent.policies import make_policy
-
-        return make_policy(self.spec, **self.options)
-
-
 def runs_a_model(spec: str) -> bool:
     """Whether the policy spec loads a model here (hf:, vllm:, smollm2-135m) rather than calling an
     endpoint or following a script: such a policy belongs in an engine actor, not in every worker."""
-    return spec == "smollm2-135m" or spec.partition(":")[0] in ("hf", "vllm")
+    return PolicySpec(spec).loads_model
 
 
 @dataclass

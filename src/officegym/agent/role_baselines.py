@@ -463,7 +463,9 @@ def _guarded(step: Callable[[PolicyRequest], Completion], r: PolicyRequest) -> C
 
 def make_baseline_policy(spec: str) -> Policy:
     """`greedy`, `rule` or `role-random[:SEED]`."""
-    kind, _, arg = spec.partition(":")
+    from officegym.agent.policies import PolicySpec
+
+    kind, arg = PolicySpec(spec).kind, PolicySpec(spec).arg
     if kind == "greedy" and not arg:
         return GreedyPolicy()
     if kind == "rule" and not arg:

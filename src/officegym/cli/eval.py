@@ -253,8 +253,8 @@ def eval_cmd(
 
 def _start_fleet(on_ray, policy: str, options: dict):
     """Ray actors playing `policy` (built where it runs from its spec); a setup problem ends the command."""
+    from officegym.agent.policies import PolicySpec
     from officegym.agent.ray_rollouts import FleetSetupError, RayUnavailableError, RolloutFleet
-    from officegym.agent.ray_workers import PolicySpec
 
     where = f"the Ray cluster at {on_ray.address}" if on_ray.address else "a local Ray cluster (127.0.0.1)"
     console.print(f"ray: {on_ray.workers} rollout workers, {on_ray.engines} policy engines on {where}", markup=False)

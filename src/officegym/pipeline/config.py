@@ -141,7 +141,10 @@ class PipelineConfig(_Section):
     @classmethod
     def _model_path(cls, v: str) -> str:
         # hf:PATH names the same checkpoint as PATH: training loads it, evaluation picks its backend
-        return v.removeprefix("hf:") or v
+        from officegym.agent.policies import PolicySpec
+
+        spec = PolicySpec(v)
+        return spec.arg if spec.kind == "hf" and v.startswith("hf:") and spec.arg else v
 
 
 class PipelineError(RuntimeError):

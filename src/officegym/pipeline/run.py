@@ -326,7 +326,7 @@ class Pipeline:
         returns the metrics. `max_steps` and `k` override the evaluation's turns per episode and
         samples per task."""
         from officegym.agent.loop import LoopConfig
-        from officegym.agent.policies import make_policy, preflight
+        from officegym.agent.policies import PolicySpec, make_policy, preflight
         from officegym.core.policy import PolicyUnusable, SamplingParams
         from officegym.core.rollout_row import error_source, officegym_of, retryable
         from officegym.eval.defaults import EVAL_DEFAULTS
@@ -338,14 +338,15 @@ class Pipeline:
         e = self.cfg.eval
         tasks = tasks if tasks is not None else self._eval_tasks(name)
         spec = _policy_spec(model, self._backend(e.backend))
-        if spec.startswith("vllm:"):
+        parsed = PolicySpec(spec)
+        if parsed.kind == "vllm":
             options: dict[str, Any] = dict(e.vllm)
-        elif spec.startswith(("hf:", "smollm2")):
+        elif parsed.kind == "hf":
             options = {"batch_size": e.batch_size, "threads": e.threads, "dtype": e.dtype, "cuda_graphs": e.cuda_graphs}
         else:
             options = {}
         base_template = self.base_template()
-        if model == self.cfg.model and base_template is not None and spec.startswith(("vllm:", "hf:", "smollm2")):
+        if model == self.cfg.model and base_template is not None and parsed.loads_model:
             options["chat_template"] = base_template  # the base model sees the prompts training will give it
         policy = make_policy(spec, environment=self.env_name, **options)
         # A model that cannot load (a package missing, a wrong path) stops the stage here: its
@@ -370,7 +371,7 @@ class Pipeline:
         from officegym.progress import heartbeat, policy_activity, progress
 
         self.say(f"{name}: {len(tasks) * k} rollouts of {spec}" + (
-            " (the vLLM engine starts, or takes these weights, first)" if spec.startswith("vllm:") else ""))
+            " (the vLLM engine starts, or takes these weights, first)" if parsed.kind == "vllm" else ""))
         with progress(self.console) as bar:
             job = bar.add_task(name, total=len(tasks) * k, info="")
             with heartbeat(bar, job, lambda: policy_activity(policy)):
@@ -553,9 +554,9 @@ class Pipeline:
 
 def _policy_spec(model: str, backend: str) -> str:
     """The policy spec that evaluates `model` (a path, smollm2-135m or a spec) on `backend`."""
-    from officegym.agent.policies import ROLE_BASELINES, SCRIPTED
+    from officegym.agent.policies import PolicySpec
 
-    if ":" in model or model in SCRIPTED or model in ROLE_BASELINES:
+    if ":" in model or PolicySpec(model).scripted:
         return model
     return f"{backend}:{model}"
 
