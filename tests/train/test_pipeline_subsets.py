@@ -101,6 +101,9 @@ def test_the_gpu_variant_takes_any_hf_path_and_keeps_the_cpu_recipes_subsets():
     for key in ("wordings", "holdout_templates", "holdout_wordings", "seed", "tools"):
         assert getattr(gpu.tasks, key) == getattr(cpu.tasks, key)
     assert cpu.tasks.tools == "mixed" and cpu.tasks.wordings == "composed" and cpu.eval.per_subset
+    # SFT on the CPU sees domain prompts only (half the cost a step); on a GPU the rows' own mix
+    assert Pipeline(cpu)._train_data(section=cpu.sft)["tools"] == "domain"
+    assert Pipeline(gpu)._train_data(section=gpu.sft)["tools"] == "all"
 
 
 def test_a_mixed_dataset_keeps_each_rows_tools_unless_a_stage_asks_for_domain_prompts(tmp_path):
