@@ -19,6 +19,7 @@ math, plain matrix products) and with flash given keys and values that need no g
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from collections import defaultdict
 from typing import Any
@@ -50,6 +51,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kernels", action="store_true", help="also time the step's shapes in isolation")
+    ap.add_argument("--count-prefix", action="store_true",
+                    help="count a prefix run without gradient against micro_batch_tokens (the micro-batching before "
+                         "2026-12-07: more micro-batches, each running the prompt again)")
     ap.add_argument("overrides", nargs="*", help="config overrides, KEY=VALUE")
     args = ap.parse_args()
 
@@ -74,7 +78,7 @@ def main() -> None:
 
     def step(drawn: list, count: bool) -> None:
         batches = conversation_batches(drawn, s.micro_batch_size, pad, tm.device, share != "off", s.micro_batch_tokens,
-                                       prefix_free=share == "no_grad")
+                                       prefix_free=share == "no_grad" and not args.count_prefix)
         trained = sum(int(b["loss_mask"].sum()) for b in batches)
         for b in batches:
             if count:
@@ -113,8 +117,9 @@ def main() -> None:
     batches = max(1, counts["micro-batches"])
     prompt = round(counts["shared prompt"] / batches)
     console.print(f"a step: {counts['rows'] / n:.0f} conversations in {batches / n:.1f} micro-batches, a shared prompt of "
-                  f"{prompt} tokens each (forwarded once), rows' rest {counts['rest'] / n:.0f} tokens, "
-                  f"trained {counts['trained'] / n:.0f}")
+                  f"{prompt} tokens each (forwarded once a micro-batch), rows' rest {counts['rest'] / n:.0f} tokens, "
+                  f"trained {counts['trained'] / n:.0f}; {wall:.1f} s a step under the profiler; peak memory "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GB")
     if args.kernels:
         config = getattr(tm.model, "config", None) or tm.model.get_base_model().config
         tokens = round(counts["rest"] / max(1, counts["rows"]))
