@@ -109,6 +109,7 @@ def policy_info(policy: Policy) -> dict[str, Any]:
         "continuous": bool(policy.continuous),
         "template_name": policy.template_name,
         "pad_id": pad if isinstance(pad, int) else None,
+        "sampler_differs": bool(policy.sampler_differs),
     }
 
 

@@ -52,6 +52,7 @@ class VLLMPolicy(HFPolicy):
     # weights are in the engine), so a trainer that started from it sends only what it changed.
     takes_weights = True
     partial_weights = True
+    sampler_differs = True
 
     def __init__(self, model: str, chat_template: str = "auto", batch_size: int = 256, **engine: Any):
         super().__init__(model, batch_size=batch_size, chat_template=chat_template)

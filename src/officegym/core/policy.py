@@ -85,6 +85,9 @@ class Policy:
     supports_logprobs: bool = False
     # Samples from the very module a trainer updates in this process (nothing to push after a step).
     trains_in_process: bool = False
+    # Its log-probs come from other kernels than the trainer's forward pass (vLLM): the policy loss
+    # corrects for the gap with the sampler's own log-probs.
+    sampler_differs: bool = False
     # Takes new weights from a trainer (`sync_weights`); `partial_weights`: also only the changed part.
     takes_weights: bool = False
     partial_weights: bool = False

@@ -536,7 +536,8 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     if not rows and not sft_batches and not dist.active:  # under torchrun every rank joins the collectives
         return out
     temperature = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
-    pad_id = int(policy.pad_id or tm.tokenizer.pad_token_id or 0)
+    # `policy` None: the caller's rows carry no ledger of a generation policy (a distributed test)
+    pad_id = int((policy.pad_id if policy is not None else None) or tm.tokenizer.pad_token_id or 0)
     share = ("exact" if g.prompt_grad else "no_grad") if g.share_prefix else "off"
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
 
@@ -561,7 +562,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
         normaliser = loss_cfg.constant_normaliser or max(1.0, dist.sum(len(rows)) * longest)
     else:
         normaliser = max(1.0, dist.sum(normaliser_count([b["loss_mask"] for b in batches], aggregation)))
-    use_sampler = cfg.backend == "vllm" or loss_cfg.is_cap is not None
+    use_sampler = (policy is not None and policy.sampler_differs) or loss_cfg.is_cap is not None
     if g.skip_zero_advantage and loss_cfg.kl_beta == 0:
         # A zero advantage makes every term of the clipped loss 0 (and the IS weight only scales it),
         # so these rows add nothing to the gradient; the normaliser above already counted them.

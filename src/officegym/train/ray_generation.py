@@ -79,6 +79,7 @@ class RayGeneration(Policy):
         self.name = info.get("name", "ray")
         self.template_name = info.get("template_name")
         self.pad_id = info.get("pad_id")
+        self.sampler_differs = bool(info.get("sampler_differs", False))
         self.synced_version: Any = None
 
     takes_weights = True
