@@ -332,7 +332,7 @@ def generation_policy(tm: TrainModel, cfg: RunConfig) -> Any:
 
 def release_generation(policy: Any) -> None:
     """Stop what `generation_policy` started outside this process (Ray actors); nothing otherwise."""
-    if policy.fleet is not None:
+    if policy is not None and policy.fleet is not None:  # None: the run failed before it had one
         policy.close()
 
 
