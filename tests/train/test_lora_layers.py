@@ -47,9 +47,11 @@ def test_last_layers_adapts_the_top_layers_and_stops_the_backward_below(tiny_mod
     assert changed and all(".layers.1." in n and n.endswith("proj.weight") for n in changed)
     assert len(changed) == 7 and all(torch.equal(changed[n], merged[n]) for n in changed)  # q k v o gate up down
 
+    from officegym.core.policy import Policy
     from officegym.train.modeling import push_weights
 
-    class Engine:
+    class Engine(Policy):
+        takes_weights = True
         synced_version = None
 
         def __init__(self, partial):
