@@ -51,9 +51,6 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kernels", action="store_true", help="also time the step's shapes in isolation")
-    ap.add_argument("--count-prefix", action="store_true",
-                    help="count a prefix run without gradient against micro_batch_tokens (the micro-batching before "
-                         "2026-12-07: more micro-batches, each running the prompt again)")
     ap.add_argument("overrides", nargs="*", help="config overrides, KEY=VALUE")
     args = ap.parse_args()
 
@@ -77,8 +74,7 @@ def main() -> None:
     counts: dict[str, int] = defaultdict(int)
 
     def step(drawn: list, count: bool) -> None:
-        batches = conversation_batches(drawn, s.micro_batch_size, pad, tm.device, share != "off", s.micro_batch_tokens,
-                                       prefix_free=share == "no_grad" and not args.count_prefix)
+        batches = conversation_batches(drawn, s.micro_batch_size, pad, tm.device, share != "off", s.micro_batch_tokens)
         trained = sum(int(b["loss_mask"].sum()) for b in batches)
         for b in batches:
             if count:

@@ -188,9 +188,6 @@ def test_prefix_micro_batches_keep_rows_with_a_long_common_prefix_together():
     group = [tools_a + [k] * 50 for k in range(6)]  # 300 shared + 50 each
     assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=300 + 4 * 51)] == [4, 2]
     assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=None)] == [6]
-    # a prefix run without gradient keeps no activations: only the rows' rest counts
-    assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=4 * 51, prefix_free=True)] == [4, 2]
-    assert [len(c) for c in prefix_micro_batches(group, 8, max_tokens=4 * 51)] == [1] * 6
 
 
 def test_grouped_stream_gives_batches_of_one_group_and_resumes():

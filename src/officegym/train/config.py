@@ -325,8 +325,7 @@ class GRPOConfig(Section):
     mu: int = Field(1, ge=1, description="inner epochs over each batch; 1 skips the old-logprob forward")
     micro_batch_size: int = Field(4, ge=1, description="rollouts per forward/backward (gradient accumulation)")
     micro_batch_tokens: int | None = Field(8192, ge=1, description="tokens run with gradient per micro-batch (a shared "
-                                           "prefix counts once; one run without gradient, with prompt_grad false, does not count): bounds "
-                                           "activation memory; null: rows only")
+                                           "prefix counts once): bounds activation memory; null: rows only")
     share_prefix: bool = Field(True, description="run the prefix the rollouts of a micro-batch share (a group's prompt, "
                                "often its first turn) once, with gradient: the same loss and gradient, less compute "
                                "(train/forward.py); micro-batches then take rollouts in token order")
@@ -422,8 +421,7 @@ class SFTSection(Section):
     max_length: int = Field(4096, ge=8, description="longer conversations are dropped (counted)")
     val_fraction_examples: float = Field(0.1, ge=0.0, lt=1.0, description="examples held out for validation loss")
     micro_batch_tokens: int | None = Field(8192, ge=1, description="tokens run with gradient per micro-batch (a shared "
-                                           "prefix counts once; one run without gradient, with prompt_grad false, does not count): bounds "
-                                           "activation memory; null: rows only")
+                                           "prefix counts once): bounds activation memory; null: rows only")
     batch_by_prefix: bool = Field(False, description="draw each step's conversations from one tool set (conversations "
                                   "sharing a long prompt prefix), so the step runs that prompt once; batches are then not "
                                   "i.i.d. across tool sets")

@@ -45,16 +45,15 @@ def lcp(a: Any, b: Any) -> int:
     return k
 
 
-def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int | None = None,
-                         prefix_free: bool = False) -> list[list[int]]:
+def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int | None = None) -> list[list[int]]:
     """Indexes of `seqs` in micro-batches for a shared-prefix forward: in token order (rows with a
     common prefix side by side), cut where adding a row would shorten the micro-batch's shared prefix
     by more than SPLIT_LOSS tokens (a pair belongs together when it shares at least half of the
     shorter row), at `max_rows` rows, and where the tokens run with gradient (the shared prefix once
     plus every row's rest) would exceed `max_tokens` (activation memory grows with them). Rows of one
-    tool set, or of one GRPO group, thus run their long common prompt once. `prefix_free`: the
-    prefix runs without gradient (SFT's `share="no_grad"`), keeps no activations for a backward
-    pass, and so does not count against `max_tokens`."""
+    tool set, or of one GRPO group, thus run their long common prompt once. The prefix counts also
+    when it runs without gradient: leaving it out made micro-batches of SFT conversations larger
+    and fewer, for no faster step and 1.7 GB more memory (docs/DESIGN-NOTES.md)."""
     order = sorted(range(len(seqs)), key=lambda i: seqs[i])
     out: list[list[int]] = []
     shared = 0
@@ -68,7 +67,7 @@ def prefix_micro_batches(seqs: list[list[int]], max_rows: int, max_tokens: int |
             else:
                 fits = shared - common <= SPLIT_LOSS
                 new_shared = min(shared, common)
-            new_cost = (0 if prefix_free else new_shared) + sum(len(seqs[j]) - new_shared for j in chunk) + len(seqs[i]) - new_shared
+            new_cost = new_shared + sum(len(seqs[j]) - new_shared for j in chunk) + len(seqs[i]) - new_shared
             if fits and (max_tokens is None or new_cost <= max_tokens):
                 shared = new_shared
                 chunk.append(i)

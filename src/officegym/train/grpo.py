@@ -544,8 +544,7 @@ def _update(cfg: GRPORunConfig, tm: Any, rows: list[Any], advantages: list[float
     def micro_batches(index: list[int]) -> list[dict[str, Any]]:
         if g.share_prefix:  # a group's rollouts (and groups of one tool set) share a prefix: together
             chunks = [[index[j] for j in c] for c in prefix_micro_batches([rows[i].input_ids.tolist() for i in index],
-                                                                          g.micro_batch_size, g.micro_batch_tokens,
-                                                                          prefix_free=share == "no_grad")]
+                                                                          g.micro_batch_size, g.micro_batch_tokens)]
         else:  # similar lengths together: less padding
             chunks = [index[start : start + g.micro_batch_size] for start in range(0, len(index), g.micro_batch_size)]
         out = []

@@ -97,17 +97,16 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
 
 
 def conversation_batches(examples: list[Example], micro: int, pad_id: int, device: Any, by_prefix: bool = False,
-             max_tokens: int | None = None, prefix_free: bool = False) -> list[dict[str, Any]]:
+             max_tokens: int | None = None) -> list[dict[str, Any]]:
     """Right-padded micro-batches of at most `micro` conversations; `by_prefix`: conversations with
     a long common prefix (one tool set) together (train/forward.py `prefix_micro_batches`), else
-    similar lengths together; `prefix_free`: the shared prefix runs without gradient and does not
-    count against `max_tokens`."""
+    similar lengths together."""
     import torch
 
     from officegym.train.forward import prefix_micro_batches
 
     if by_prefix:
-        chunks = prefix_micro_batches([e.input_ids for e in examples], micro, max_tokens, prefix_free)
+        chunks = prefix_micro_batches([e.input_ids for e in examples], micro, max_tokens)
     else:
         order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
         chunks = [order[start : start + micro] for start in range(0, len(order), micro)]
@@ -220,8 +219,7 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
                 tm.model.train()
                 share = sft_share(s)
                 drawn = dist.share(stream.take(s.batch_size))  # every rank draws the same; trains its share
-                batches = conversation_batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens,
-                                               prefix_free=share == "no_grad")
+                batches = conversation_batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens)
                 n_tokens = int(dist.sum(sum(int(b["loss_mask"].sum()) for b in batches)))
                 seen = int(dist.sum(sum(int(b["attention_mask"].sum()) for b in batches)))
                 optimizer.zero_grad(set_to_none=True)

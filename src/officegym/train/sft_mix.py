@@ -80,4 +80,4 @@ class SFTMix:
         g = self.cfg.grpo
         mine = [self.examples[i] for i in dist.share(self.indexes(step))]
         return conversation_batches(mine, g.micro_batch_size, self.pad_id, device, by_prefix=True,
-                        max_tokens=g.micro_batch_tokens, prefix_free=not self.cfg.grpo.sft_mix.prompt_grad) if mine else []
+                        max_tokens=g.micro_batch_tokens) if mine else []
