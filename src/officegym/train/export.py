@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from officegym.train.checkpoint import CheckpointInfo, find_checkpoints
-from officegym.train.modeling import ModelSetupError
-
-EXPORT_MARK = "officegym-export.json"  # written by TrainModel.export: a folder we may replace
+from officegym.train.modeling import EXPORT_MARK, ModelSetupError
 
 
 def pick_checkpoint(run_dir: Path, step: int | None) -> CheckpointInfo:

@@ -28,6 +28,7 @@ from officegym.core.files import replace_dir, temp_dir
 from officegym.train.config import LoraConfig, ModelConfig, RunConfig
 
 log = logging.getLogger(__name__)
+EXPORT_MARK = "officegym-export.json"  # in every folder TrainModel.export writes: `train export` may replace such a folder
 
 
 class ModelSetupError(RuntimeError):
@@ -205,7 +206,7 @@ class TrainModel:
             else:
                 self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            (tmp / "officegym-export.json").write_text(json.dumps({"source": str(self.path), "lora_merged": self.lora,
+            (tmp / EXPORT_MARK).write_text(json.dumps({"source": str(self.path), "lora_merged": self.lora,
                                                                     "time": time.time()}) + "\n")
             replace_dir(tmp, directory)
         finally:
