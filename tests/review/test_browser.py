@@ -26,7 +26,7 @@ from selenium.webdriver.support.select import Select  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 from officegym.review.app import create_app  # noqa: E402
-from officegym.review.export import check_cases  # noqa: E402
+from officegym.review.cases import check_cases  # noqa: E402
 
 
 def _binary(env: str, *names: str) -> str | None:

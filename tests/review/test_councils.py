@@ -16,7 +16,8 @@ from officegym.agent.council_seats import GreedyMediator, GreedyMember, team_of
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow
 from officegym.review.actions import apply_action, correction_text
-from officegym.review.export import check_cases, export_store
+from officegym.review.cases import check_cases
+from officegym.review.export import export_store
 from officegym.review.flag import FlagConfig, flag_run
 from officegym.review.replay import CorrectionError
 from officegym.review.rows import read_run

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from officegym.review.actions import apply_action
-from officegym.review.export import build_export, check_cases, export_store, read_cases
+from officegym.review.cases import check_cases, read_cases
+from officegym.review.export import build_export, export_store
 from officegym.review.flag import FlagConfig, flag_run
 from officegym.review.imports import import_reviews
 from officegym.review.store import Store

@@ -19,7 +19,8 @@ from officegym.core.task import Task, read_tasks
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
 from officegym.review.actions import apply_action, correction_text
-from officegym.review.export import build_export, check_cases, export_store
+from officegym.review.cases import check_cases
+from officegym.review.export import build_export, export_store
 from officegym.review.flag import FlagConfig, flag_rows, flag_run
 from officegym.review.loop import active_learning_round
 from officegym.review.replay import CorrectionError

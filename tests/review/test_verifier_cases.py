@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from officegym.review.export import read_cases, run_case
+from officegym.review.cases import read_cases, run_case
 from officegym.review.worlds import Environments
 
 HERE = Path(__file__).parent

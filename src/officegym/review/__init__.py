@@ -7,7 +7,8 @@ The workplace's rollouts, the role environments' (graded verdicts: review/roles.
     from officegym.review import Store, flag_run, export_store, active_learning_round
 """
 
-from officegym.review.export import build_export, check_cases, export_store
+from officegym.review.cases import check_cases
+from officegym.review.export import build_export, export_store
 from officegym.review.flag import REASONS, FlagConfig, flag_rows, flag_run
 from officegym.review.imports import import_reviews
 from officegym.review.loop import RoundSummary, active_learning_round, summary_markdown, write_summary

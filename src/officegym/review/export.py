@@ -1,5 +1,6 @@
-"""Turn review decisions into data: RL pool edits, SFT conversations, verifier regression cases,
-and Argilla / Label Studio files. Exports are deterministic: the same store gives the same bytes.
+"""Turn review decisions into data: RL pool edits, SFT conversations, verifier regression cases
+(made in review/cases.py) and Argilla / Label Studio files (review/annotation_formats.py), as one
+bundle. Exports are deterministic: the same store gives the same bytes.
 
 How decisions flow back (sdg_roles_review.md 4.3):
 - accept: the task stays in (or joins) the RL pool; its ground truth, replayed in the environment,
@@ -27,21 +28,18 @@ decision, or the task's oracle) replayed in the environment turn by turn and kep
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 from officegym.agent.scripted import plan_turns
 from officegym.core.environment import BaseEnvironment
 from officegym.core.files import atomic_write
 from officegym.core.rollout_row import rollout_row
-from officegym.core.task import Task, TaskFormatError, iter_jsonl
+from officegym.core.task import Task
 from officegym.core.toolcalls import parse_tool_call
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
@@ -49,9 +47,16 @@ from officegym.envs.roles.base import ESCALATE
 from officegym.envs.roles.council import COMMIT
 from officegym.review import council, council_view
 from officegym.review.actions import item_mode, item_ref, item_task
+from officegym.review.annotation_formats import (
+    argilla_record,
+    argilla_settings,
+    label_studio_config,
+    label_studio_task,
+)
+from officegym.review.cases import decision_cases
 from officegym.review.replay import oracle_calls, replay, with_ground_truth
-from officegym.review.store import REJECT_REASONS, Store
-from officegym.review.views import diff_tables, prompt_messages, trajectory_turns, verdict_of
+from officegym.review.store import Store
+from officegym.review.views import prompt_messages, trajectory_turns
 from officegym.review.worlds import Environments
 
 EXPORT_FILES: dict[str, str] = {
@@ -70,17 +75,6 @@ EXPORT_FILES: dict[str, str] = {
     "manifest.json": "what was exported, with counts and what was skipped and why",
 }
 TASK_REJECTIONS = ("task_ill_posed", "truth_wrong")
-VERIFIER_REJECTIONS = {"verifier_too_strict": True, "verifier_too_lenient": False}  # reason -> expected matched
-DECISION_LABELS = ("accept", *REJECT_REASONS)
-# What the flagger's reasons suggest a reviewer will find (Argilla suggestions, Label Studio predictions).
-SUGGESTIONS = {
-    "oracle_fails": "truth_wrong",
-    "all_fail_unchecked": "truth_wrong",
-    "distinct_rewarded_states": "verifier_too_lenient",
-    "all_pass_hard": "verifier_too_lenient",
-    "odd_high_reward": "verifier_too_lenient",
-}
-AGENT = "officegym-flagger"
 
 
 @dataclass
@@ -96,11 +90,6 @@ def _jsonl(rows: Iterable[Any]) -> bytes:
 
 def _json(value: Any) -> bytes:
     return (json.dumps(value, ensure_ascii=False, indent=1, default=str) + "\n").encode("utf-8")
-
-
-def reviewer_uuid(name: str) -> str:
-    """A stable UUID for a reviewer name (Argilla wants user ids as UUIDs)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"officegym-reviewer:{name}"))
 
 
 def _undamaged(store: Store, skipped: list[str]) -> tuple[dict[int, Any], list[dict[str, Any]], dict[int, Any]]:
@@ -174,7 +163,7 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
 
     cases = []
     for item_id, d in sorted(latest.items()):
-        made = _cases(envs, items[item_id], d)
+        made = decision_cases(envs, items[item_id], d)
         if isinstance(made, str):
             skipped.append(f"cases for item {items[item_id]['key']}: {made}")
         else:
@@ -362,279 +351,3 @@ def _final_text(item: dict[str, Any], kind: str, default: str) -> str:
         if turns and turns[-1]["text"] and not turns[-1]["calls"]:
             return turns[-1]["text"]
     return default
-
-
-# -- verifier regression cases ------------------------------------------------------------------
-
-
-def _case(item: dict[str, Any], decision: dict[str, Any], kind: str, task: Task, calls: list[ToolCall],
-          expected: bool, envs: Environments) -> dict[str, Any]:
-    mode = item_mode(item)
-    row = task.to_row()
-    # The verifier never reads the tool schemas; leaving them out keeps case files small.
-    (row.get("responses_create_params") or {}).pop("tools", None)
-    case = {
-        "case_id": f"{item['key']}#{decision['id']}:{kind}",
-        "kind": "verifier_wrong" if kind.startswith("verifier") else "confirmed",
-        "world": item.get("world"),
-        "environment": task.environment_name,
-        "mode": mode,
-        "task": row,
-        "calls": [c.to_nemo() for c in calls],
-        "expected": {"matched": expected},
-        "origin": {"item": item["key"], "decision": decision["action"], "reason": decision["reason"],
-                   "reviewer": decision["reviewer"], "at": decision["at"], "note": decision["note"]},
-    }
-    block = council.council_block(item["row"])
-    if block is not None and kind != "corrected_truth":  # the council itself: its acts are replayed
-        case["council"] = {"acts": block["acts"], "rounds": block.get("rounds")}
-    if case["kind"] == "verifier_wrong":
-        got = run_case(case, envs)
-        case["open"] = got != expected  # still wrong with the current verifier
-    return case
-
-
-def _cases(envs: Environments, item: dict[str, Any], d: dict[str, Any]) -> list[dict[str, Any]] | str:
-    try:
-        task = item_task(item)
-    except ValueError as exc:
-        return str(exc)
-    calls = item_ref(item).calls()
-    ref = item_ref(item)
-    try:
-        if d["action"] == "accept":
-            return [_case(item, d, "accepted", task, calls, ref.matched, envs)]
-        if d["action"] == "correct" and d["payload"]:
-            fixed = with_ground_truth(task, [parse_tool_call(c) for c in d["payload"]["calls"]])
-            out = [_case(item, d, "corrected_truth", fixed, list(fixed.ground_truth), True, envs)]
-            rescored = (d["payload"].get("rescored") or {}).get("matched")
-            if isinstance(rescored, bool):
-                out.append(_case(item, d, "rescored", fixed, calls, rescored, envs))
-            return out
-        if d["action"] == "reject" and d["reason"] in VERIFIER_REJECTIONS:
-            return [_case(item, d, f"verifier:{d['reason']}", task, calls, VERIFIER_REJECTIONS[d["reason"]], envs)]
-    except CaseError as exc:
-        return str(exc)
-    return []
-
-
-class CaseError(RuntimeError):
-    """A case that cannot be run (no world, unreadable task)."""
-
-
-def run_case(case: dict[str, Any], envs: Environments | None = None) -> bool:
-    """The current verifier's `matched` for a case."""
-    envs = envs or Environments()
-    try:
-        task = Task.from_row(case["task"])
-        calls = [parse_tool_call(c) for c in case["calls"]]
-        env = envs.get(case.get("environment") or task.environment_name, case.get("world"), case.get("mode"))
-    except (TaskFormatError, KeyError, ValueError, TypeError) as exc:
-        raise CaseError(f"case {case.get('case_id')!r}: {exc}") from None
-    if isinstance(case.get("council"), dict):
-        try:
-            return council.case_matched(case["council"], task, env)
-        except ValueError as exc:  # not a council environment, or a task naming no scenario
-            raise CaseError(f"case {case.get('case_id')!r}: {exc}") from None
-    return bool(env.verify(task, calls, case.get("mode")).matched)
-
-
-@dataclass
-class CaseResult:
-    case_id: str
-    expected: bool
-    got: bool | None
-    open: bool
-    error: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.error is None and self.got == self.expected
-
-
-def read_cases(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    return [row for _, row in iter_jsonl(path)]
-
-
-def check_cases(path: str | os.PathLike[str], envs: Environments | None = None) -> list[CaseResult]:
-    """Run every case of a regression-cases file with the current verifier."""
-    envs = envs or Environments()
-    out = []
-    for case in read_cases(path):
-        expected = bool(case["expected"]["matched"])
-        try:
-            got = run_case(case, envs)
-        except CaseError as exc:
-            out.append(CaseResult(str(case.get("case_id")), expected, None, bool(case.get("open")), str(exc)))
-            continue
-        out.append(CaseResult(str(case["case_id"]), expected, got, bool(case.get("open"))))
-    return out
-
-
-# -- Argilla and Label Studio -------------------------------------------------------------------
-
-
-def _transcript(row: dict[str, Any]) -> str:
-    told = council_view.transcript(row)
-    if told is not None:
-        return told
-    lines = []
-    for t in trajectory_turns(row):
-        lines.append(f"### turn {t['index']}")
-        if t["text"]:
-            lines.append(t["text"])
-        for c in t["calls"]:
-            lines.append(f"call {c['name']} [{c['status'] or '?'}]\narguments: {c['arguments']}\noutput: {c['output']}")
-    return "\n\n".join(lines) or "(no turns)"
-
-
-def _task_text(row: dict[str, Any]) -> str:
-    return "\n\n".join(f"[{m['role']}] {m['content']}" for m in prompt_messages(row))
-
-
-def _diff_text(row: dict[str, Any]) -> str:
-    verdict = verdict_of(row)
-    if isinstance(verdict, dict) and verdict.get("graded") is True:  # a grading verifier's evidence, not a diff
-        return "\n".join([f"{verdict.get('label')}: reward {verdict.get('reward')}", *map(str, verdict.get("evidence") or [])])
-    tables = diff_tables(verdict)
-    if not tables:
-        return "no difference from the expected state" if verdict else "no verdict"
-    return json.dumps({t["table"]: t["rows"] for t in tables}, ensure_ascii=False, indent=1, default=str)
-
-
-def _gt_text(item: dict[str, Any]) -> str:
-    return json.dumps(item["row"].get("ground_truth"), ensure_ascii=False, indent=1)
-
-
-def _suggestion(item: dict[str, Any]) -> tuple[str, float]:
-    """The flagger's suggested decision and a score in [0, 1]."""
-    codes = [r["code"] for r in item["reasons"]]
-    label = next((SUGGESTIONS[c] for c in codes if c in SUGGESTIONS), "accept")
-    score = min(1.0, float(item["priority"]) / 10.0)
-    return label, round(score, 4)
-
-
-def _decision_label(d: dict[str, Any]) -> str | None:
-    if d["action"] == "accept":
-        return "accept"
-    if d["action"] == "reject":
-        return d["reason"]
-    if d["action"] == "correct":
-        return "truth_wrong"
-    return None
-
-
-def argilla_settings() -> dict[str, Any]:
-    """Dataset settings in the shape Argilla 2.x serialises `rg.Settings` to."""
-    def text_field(name: str, title: str, markdown: bool = False) -> dict[str, Any]:
-        return {"name": name, "title": title, "required": True, "description": None,
-                "settings": {"type": "text", "use_markdown": markdown}}
-
-    return {
-        "guidelines": "Decide whether the verifier judged this rollout right. Accept when it did; reject with the "
-                      "reason when the task, the ground truth or the verifier is wrong; put corrected ground-truth "
-                      "calls (a JSON list of {name, arguments}) in corrected_calls.",
-        "fields": [
-            text_field("task", "Task"), text_field("trajectory", "Trajectory", markdown=True),
-            text_field("diff", "Expected vs actual state"), text_field("ground_truth", "Ground truth"),
-        ],
-        "questions": [
-            {"name": "decision", "title": "Decision", "description": None, "required": True,
-             "settings": {"type": "label_selection",
-                          "options": [{"value": v, "text": "accept" if v == "accept" else REJECT_REASONS[v], "description": None}
-                                      for v in DECISION_LABELS],
-                          "visible_options": None}},
-            {"name": "corrected_calls", "title": "Corrected ground-truth calls (JSON)", "description": None,
-             "required": False, "settings": {"type": "text", "use_markdown": False}},
-            {"name": "note", "title": "Note", "description": None, "required": False,
-             "settings": {"type": "text", "use_markdown": False}},
-        ],
-        "metadata": [
-            {"name": "item_key", "title": "item", "visible_for_annotators": False, "settings": {"type": "terms", "values": None}},
-            {"name": "category", "title": "category", "visible_for_annotators": True, "settings": {"type": "terms", "values": None}},
-            {"name": "reasons", "title": "flag reasons", "visible_for_annotators": True, "settings": {"type": "terms", "values": None}},
-            {"name": "priority", "title": "priority", "visible_for_annotators": True, "settings": {"type": "float", "min": None, "max": None}},
-            {"name": "reward", "title": "reward", "visible_for_annotators": True, "settings": {"type": "float", "min": None, "max": None}},
-        ],
-        "vectors": [],
-        "allow_extra_metadata": True,
-        "distribution": {"strategy": "overlap", "min_submitted": 1},
-    }
-
-
-def argilla_record(item: dict[str, Any], decisions: list[dict[str, Any]]) -> dict[str, Any]:
-    """One item as Argilla 2.x's `Record.to_dict()` shape (what `rg.Record.from_dict` reads)."""
-    label, score = _suggestion(item)
-    responses: dict[str, list[dict[str, Any]]] = {}
-    for d in decisions:
-        value = _decision_label(d)
-        if value is None:
-            continue
-        user = reviewer_uuid(d["reviewer"])
-        responses.setdefault("decision", []).append({"value": value, "user_id": user, "status": "submitted"})
-        if d["action"] == "correct" and d["payload"]:
-            responses.setdefault("corrected_calls", []).append(
-                {"value": json.dumps(d["payload"]["calls"], ensure_ascii=False), "user_id": user, "status": "submitted"})
-        if d["note"]:
-            responses.setdefault("note", []).append({"value": d["note"], "user_id": user, "status": "submitted"})
-    row = item["row"]
-    return {
-        "id": item["key"],
-        "fields": {"task": _task_text(row), "trajectory": _transcript(row), "diff": _diff_text(row), "ground_truth": _gt_text(item)},
-        "metadata": {"item_key": item["key"], "category": item.get("category") or "-",
-                     "reasons": [r["code"] for r in item["reasons"]], "priority": item["priority"],
-                     "reward": item.get("reward"), "reviewers": sorted({d["reviewer"] for d in decisions})},
-        "suggestions": {"decision": {"value": label, "score": score, "agent": AGENT}},
-        "responses": responses,
-        "vectors": {},
-        "_server_id": None,
-    }
-
-
-def label_studio_config() -> str:
-    choices = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in DECISION_LABELS)
-    return (
-        "<View>\n"
-        '  <Header value="Task"/>\n  <Text name="task" value="$task"/>\n'
-        '  <Header value="Trajectory"/>\n  <Text name="trajectory" value="$trajectory"/>\n'
-        '  <Header value="Expected vs actual state"/>\n  <Text name="diff" value="$diff"/>\n'
-        '  <Header value="Ground truth"/>\n  <Text name="ground_truth" value="$ground_truth"/>\n'
-        '  <Choices name="decision" toName="trajectory" choice="single" required="true">\n'
-        f"{choices}\n  </Choices>\n"
-        '  <TextArea name="corrected_calls" toName="trajectory" editable="true" maxSubmissions="1" '
-        'placeholder="corrected ground-truth calls: [{&quot;name&quot;: ..., &quot;arguments&quot;: {...}}]"/>\n'
-        '  <TextArea name="note" toName="trajectory" editable="true" maxSubmissions="1"/>\n'
-        "</View>\n"
-    )
-
-
-def _ls_result(name: str, kind: str, value: dict[str, Any]) -> dict[str, Any]:
-    rid = hashlib.sha1(f"{name}:{json.dumps(value, sort_keys=True)}".encode()).hexdigest()[:10]
-    return {"id": rid, "from_name": name, "to_name": "trajectory", "type": kind, "value": value}
-
-
-def label_studio_task(item: dict[str, Any], decisions: list[dict[str, Any]]) -> dict[str, Any]:
-    """One item as a Label Studio task: `data` for the config's $variables, the flagger's
-    suggestion as a prediction with a score, and each reviewer decision as an annotation."""
-    label, score = _suggestion(item)
-    row = item["row"]
-    annotations = []
-    for d in decisions:
-        value = _decision_label(d)
-        if value is None:
-            continue
-        result = [_ls_result("decision", "choices", {"choices": [value]})]
-        if d["action"] == "correct" and d["payload"]:
-            result.append(_ls_result("corrected_calls", "textarea", {"text": [json.dumps(d["payload"]["calls"], ensure_ascii=False)]}))
-        if d["note"]:
-            result.append(_ls_result("note", "textarea", {"text": [d["note"]]}))
-        annotations.append({"result": result, "was_cancelled": False, "ground_truth": False, "created_at": d["at"],
-                            "updated_at": d["at"], "meta": {"reviewer": d["reviewer"]}})
-    return {
-        "data": {"item_key": item["key"], "task": _task_text(row), "trajectory": _transcript(row), "diff": _diff_text(row),
-                 "ground_truth": _gt_text(item), "category": item.get("category"), "priority": item["priority"],
-                 "reasons": ", ".join(r["code"] for r in item["reasons"]), "reward": item.get("reward")},
-        "predictions": [{"model_version": AGENT, "score": score,
-                         "result": [_ls_result("decision", "choices", {"choices": [label]})]}],
-        "annotations": annotations,
-    }

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from officegym.review.export import VERIFIER_REJECTIONS, export_store
+from officegym.review.cases import VERIFIER_REJECTIONS
+from officegym.review.export import export_store
 from officegym.review.flag import FlagConfig, flag_run
 from officegym.review.imports import import_reviews
 from officegym.review.store import Filters, Store
