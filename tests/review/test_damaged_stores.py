@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from officegym.review.cli import review_app
-from officegym.review.store import SCHEMA_VERSION, ItemNotFoundError, Store, StoreError
+from officegym.review.store import ItemNotFoundError, Store
+from officegym.review.store_schema import SCHEMA_VERSION, StoreError
 
 runner = CliRunner()
 PAGE = 4096

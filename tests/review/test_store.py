@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from officegym.review.store import MIGRATIONS, SCHEMA_VERSION, Filters, ItemNotFoundError, Store, StoreError
+from officegym.review.store import Filters, ItemNotFoundError, Store
+from officegym.review.store_schema import MIGRATIONS, SCHEMA_VERSION, StoreError
 
 BATCH = 10
 

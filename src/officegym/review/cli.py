@@ -56,7 +56,8 @@ def _store_path(run: Path | None, store: Path | None, must_exist: bool = True) -
 def _opened(path: Path) -> Iterator:
     """The store at `path`, checked whole first; a damaged or foreign file, or an SQLite error
     on the way, ends the command with one line instead of a traceback."""
-    from officegym.review.store import Store, StoreError
+    from officegym.review.store import Store
+    from officegym.review.store_schema import StoreError
 
     try:
         st = Store(path, integrity=True)
