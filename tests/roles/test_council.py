@@ -10,7 +10,7 @@ from officegym.agent.council import CouncilConfig, run_council, run_councils
 from officegym.agent.council_seats import GreedyMediator, ScriptedMember, team_of
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
-from officegym.envs.roles.council import CouncilState, score_council
+from officegym.envs.roles.council_state import CouncilState, score_council
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def fresh_state(envs, feasible=True):
 
 
 def bad_plan(state):
-    from officegym.envs.roles.council import evaluate, member_review
+    from officegym.envs.roles.council_model import evaluate, member_review
 
     full = state.full
     for c in full["components"]:
@@ -137,7 +137,7 @@ def test_an_infeasible_commit_scores_zero_whatever_the_consensus(envs):
     plan = state.propose("reconcile", sel).value["plan_id"]
     for s in ("cto", "cost", "risk"):
         state.respond(s, plan)  # everybody accepts a plan that breaks a constraint
-    from officegym.envs.roles.council import evaluate
+    from officegym.envs.roles.council_model import evaluate
 
     state.commit(plan, evaluate(state.full, sel)["tco"])
     grade = score_council(state)
@@ -196,7 +196,7 @@ def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
 
 
 def test_a_proposal_returns_its_tco_from_the_shared_prices_and_committing_it_passes(envs):
-    from officegym.envs.roles.council import evaluate
+    from officegym.envs.roles.council_model import evaluate
 
     state = fresh_state(envs)
     sel = state.scenario.private["selection"]

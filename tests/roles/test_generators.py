@@ -7,10 +7,10 @@ import json
 import pytest
 
 from officegym.core.task import Task, read_tasks, write_jsonl
-from officegym.envs.roles import coo, cost, council, cto, reconcile, risk
+from officegym.envs.roles import coo, cost, council_model, cto, reconcile, risk
 
 MODULES = {"roles/cto": cto, "roles/coo": coo, "roles/reconcile": reconcile, "roles/risk": risk, "roles/cost": cost,
-           "roles/council": council}
+           "roles/council": council_model}
 ENV_NAMES = tuple(MODULES)
 
 

@@ -26,8 +26,10 @@ from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
 from officegym.core.types import Verdict
 from officegym.envs.roles.base import Grade
-from officegym.envs.roles.council import MEDIATOR, SEATS, CouncilEnvironment, CouncilState
+from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import DEFAULT_ROUNDS, CouncilEpisode
+from officegym.envs.roles.council_model import MEDIATOR, SEATS
+from officegym.envs.roles.council_state import CouncilState
 
 
 @dataclass

@@ -14,7 +14,7 @@ from officegym.agent.policies import PolicySpec
 from officegym.core.files import atomic_write
 from officegym.core.policy import Policy
 from officegym.core.task import Task
-from officegym.envs.roles.council import SEATS
+from officegym.envs.roles.council_model import SEATS
 
 COUNCILS = "councils.jsonl"
 SUMMARY = "summary.json"

@@ -18,17 +18,17 @@ from typing import Any
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 from officegym.envs.roles.base import ESCALATE, Scenario
-from officegym.envs.roles.council import (
+from officegym.envs.roles.council import CouncilEnvironment
+from officegym.envs.roles.council_episode import DEFAULT_ROUNDS
+from officegym.envs.roles.council_model import (
     COMMIT,
     MEDIATOR,
     MEMBERS,
     REASONS,
     SEATS,
-    CouncilEnvironment,
     member_review,
     plan_from_facts,
 )
-from officegym.envs.roles.council_episode import DEFAULT_ROUNDS
 
 
 def _events(messages: Sequence[dict[str, Any]], since_last_turn: bool = False) -> list[dict[str, Any]]:

@@ -46,16 +46,10 @@ from officegym.core.rollout_row import RolloutRow, make_row, officegym_of
 from officegym.core.task import Task, TaskFormatError, read_tasks
 from officegym.core.types import ToolCall, Verdict
 from officegym.envs.roles.base import ESCALATE, Grade, ScenarioError
-from officegym.envs.roles.council import (
-    COMMIT,
-    MEDIATOR,
-    MEMBERS,
-    CouncilEnvironment,
-    CouncilSession,
-    CouncilState,
-    score_council,
-)
+from officegym.envs.roles.council import CouncilEnvironment, CouncilSession
 from officegym.envs.roles.council_episode import act
+from officegym.envs.roles.council_model import COMMIT, MEDIATOR, MEMBERS
+from officegym.envs.roles.council_state import CouncilState, score_council
 from officegym.review.replay import CorrectionCheck, CorrectionError, replay_cleanly
 from officegym.review.roles import Found, escalation_findings, margin_notes, verdict_sentence
 

@@ -10,8 +10,9 @@ from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
 from officegym.envs.roles.base import ESCALATE, ScenarioError
-from officegym.envs.roles.council import COMMIT, CouncilEnvironment, evaluate
+from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import seat_specs
+from officegym.envs.roles.council_model import COMMIT, evaluate
 from officegym.review.council import council_block, decision_act, replay_acts, rollout_state
 from officegym.review.views import pretty_json
 

@@ -21,7 +21,7 @@ from officegym.agent.council_run import CouncilRunError, seat_policies
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
-from officegym.envs.roles.council import SEATS
+from officegym.envs.roles.council_model import SEATS
 
 
 class CouncilSetupError(ValueError):

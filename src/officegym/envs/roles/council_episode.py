@@ -17,16 +17,8 @@ from officegym.core.episode import Episode
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolResult, ToolSpec, Verdict
 from officegym.envs.roles.base import ESCALATE, ESCALATE_SPEC, MODE, Grade, Scenario, tool
-from officegym.envs.roles.council import (
-    COMMIT,
-    MEDIATOR,
-    MEMBERS,
-    REASONS,
-    SEATS,
-    SELECTION,
-    CouncilState,
-    score_council,
-)
+from officegym.envs.roles.council_model import COMMIT, MEDIATOR, MEMBERS, REASONS, SEATS, SELECTION
+from officegym.envs.roles.council_state import CouncilState, score_council
 from officegym.envs.roles.schema import schema_error
 
 if TYPE_CHECKING:
