@@ -15,7 +15,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from officegym.train.config import GRPORunConfig, build_config
     from officegym.train.distributed import setup, teardown
-    from officegym.train.grpo import _update
+    from officegym.train.grpo_update import update_policy
     from officegym.train.ledger import LedgerRow
     from officegym.train.modeling import load_train_model
     from officegym.train.runtime import make_optimizer
@@ -42,7 +42,7 @@ def main() -> None:
             adv.append([1.0, -0.5, 0.25, -0.75][k] * (1 if group == 0 else -1))
     # Each rank trains the rows of its groups (a GRPO step's share), alone all of them.
     mine = [i for i in range(len(rows)) if (i // 4) % dist.world == dist.rank]
-    metrics = _update(cfg, tm, [rows[i] for i in mine], [adv[i] for i in mine], optimizer, params, None, None, dist)
+    metrics = update_policy(cfg, tm, [rows[i] for i in mine], [adv[i] for i in mine], optimizer, params, None, None, dist)
     flat = torch.cat([p.detach().reshape(-1) for p in params])
     grads = torch.cat([p.grad.reshape(-1) for p in params])  # the summed, clipped gradient the step used
     if dist.main:

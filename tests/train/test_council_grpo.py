@@ -35,18 +35,18 @@ class LengthReward:
 
 
 def test_grpo_trains_the_mediator_seat_of_the_council(tmp_path, make_cfg, tiny_model_dir, council_tasks, monkeypatch):
-    from officegym.train import grpo
+    from officegym.train import grpo, grpo_run, grpo_step
 
-    monkeypatch.setattr(grpo, "make_reward_fn", lambda *a, **k: LengthReward())
+    monkeypatch.setattr(grpo_run, "make_reward_fn", lambda *a, **k: LengthReward())
     seen = {}
-    real_rows = grpo._rows
+    real_rows = grpo_step._rows
 
     def rows(trajs, advantages, policy):
         out = real_rows(trajs, advantages, policy)
         seen["trajs"], seen["rows"] = list(trajs), out[0]
         return out
 
-    monkeypatch.setattr(grpo, "_rows", rows)
+    monkeypatch.setattr(grpo_step, "_rows", rows)
     cfg = make_cfg("grpo", tmp_path / "run", f"model.name={tiny_model_dir}", "data.env=roles/council",
                    f"data.tasks={council_tasks}", "data.val_fraction=0.25", "grpo.max_steps=1",
                    "grpo.num_prompts_per_step=2", "grpo.num_generations_per_prompt=4", "rollout.temperature=1.0",

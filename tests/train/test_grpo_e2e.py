@@ -67,7 +67,7 @@ def test_the_trained_reward_carries_the_penalty_and_is_what_is_logged(tmp_path, 
     reward_mean and the advantages' input are one number (the penalty used to be applied only for
     the advantages, and the logs showed the unpenalised reward)."""
     from officegym.train.data import load_tasks, make_environment
-    from officegym.train.grpo import _reward
+    from officegym.train.grpo_step import _reward
     from officegym.train.rollouts import collect, make_reward_fn, rollout_metrics
 
     cfg = make_cfg("grpo", tmp_path / "run", f"data.tasks={workplace_tasks}", f"data.world={tiny_world_dir}",

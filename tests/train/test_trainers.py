@@ -310,17 +310,17 @@ def test_prompt_grad_chooses_how_the_shared_prompt_runs(tmp_path, make_cfg, tiny
 def test_negative_advantages_are_scaled_by_negative_weight(tmp_path, make_cfg, toy_sft_model, monkeypatch):
     from officegym.core.task import write_jsonl
     from officegym.train import grpo as grpo_module
-    from officegym.train import toy
+    from officegym.train import grpo_step, toy
 
     write_jsonl(tmp_path / "rl.jsonl", toy.make_tasks(16, seed=2, numbers=[7, 3]))
     seen: dict[str, list[float]] = {}
-    real = grpo_module._update
+    real = grpo_step.update_policy
 
     def spy(cfg, tm, rows, advantages, *args):
         seen.setdefault(str(cfg.grpo.negative_weight), []).extend(advantages)
         return real(cfg, tm, rows, advantages, *args)
 
-    monkeypatch.setattr(grpo_module, "_update", spy)
+    monkeypatch.setattr(grpo_step, "update_policy", spy)
     for weight in ("1.0", "0.25"):
         grpo_module.train_grpo(make_cfg(
             "grpo", tmp_path / weight, f"model.name={toy_sft_model}", f"data.tasks={tmp_path / 'rl.jsonl'}", *SMALL,

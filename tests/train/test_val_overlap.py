@@ -30,10 +30,10 @@ class _OneByOne:
 
 
 def _run(tmp_path, name, monkeypatch, make_cfg, tiny_model_dir, workplace_tasks, tiny_world_dir, overlap, fail_on=None):
-    from officegym.train import grpo, modeling, rollouts
+    from officegym.train import grpo, grpo_run, grpo_step, modeling, rollouts
 
     real_policy = modeling.generation_policy
-    monkeypatch.setattr(grpo, "generation_policy", lambda tm, cfg: _OneByOne(real_policy(tm, cfg)))
+    monkeypatch.setattr(grpo_run, "generation_policy", lambda tm, cfg: _OneByOne(real_policy(tm, cfg)))
     calls = []
     real_collect = rollouts.collect_with_validation
 
@@ -43,7 +43,7 @@ def _run(tmp_path, name, monkeypatch, make_cfg, tiny_model_dir, workplace_tasks,
             raise RuntimeError("engine lost")
         return real_collect(*args, **kwargs)
 
-    monkeypatch.setattr(grpo, "collect_with_validation", spy)
+    monkeypatch.setattr(grpo_step, "collect_with_validation", spy)
     run = tmp_path / name
     # greedy rollouts (comparable bit for bit); the SFT term moves the weights every step
     cfg = make_cfg("grpo", run, f"model.name={tiny_model_dir}", f"data.tasks={workplace_tasks}",

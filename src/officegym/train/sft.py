@@ -27,9 +27,10 @@ from officegym.train.data import (
     split_tasks,
 )
 from officegym.train.distributed import Dist, run_ranks
-from officegym.train.grpo import TrainingSetupError, TrainResult, _check_out_dir
 from officegym.train.modeling import load_train_model, token_renderer
 from officegym.train.rollouts import validate
+from officegym.train.run_result import TrainingSetupError, TrainResult
+from officegym.train.run_result import check_out_dir as _check_out_dir
 from officegym.train.runtime import (
     GracefulStop,
     grad_norm_and_clip,
