@@ -60,6 +60,51 @@ def test_one_rollout_loop_records_model_turns():
     assert found == ["agent/loop.py"]
 
 
+POLICY_CALLS = ("complete", "_ask")  # and any name with "submit" in it
+TOOL_FEEDBACK = ("execute", "call", "_take_turn", "assistant_message")
+
+
+def _callee(node: ast.Call) -> str:
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def turn_loops(source: str) -> list[int]:
+    """The lines of the loops in `source` that ask a policy and feed tool results back: an agent loop."""
+    found = []
+    for loop in ast.walk(ast.parse(source)):
+        if not isinstance(loop, ast.While | ast.For | ast.AsyncFor):
+            continue
+        names = [_callee(n) for n in ast.walk(loop) if isinstance(n, ast.Call)]
+        asks = any(n in POLICY_CALLS or "submit" in n for n in names)
+        feeds = any(n in TOOL_FEEDBACK for n in names) or any(
+            isinstance(n, ast.Constant) and n.value == "tool" for n in ast.walk(loop))
+        if asks and feeds:
+            found.append(loop.lineno)
+    return found
+
+
+def test_one_rollout_loop_drives_policies_turn_by_turn():
+    """No module but agent/loop.py asks a policy in a loop that runs tools and answers it (BFCL's
+    multi-turn episodes play through it too: bench/bfcl_multi_turn.py)."""
+    found = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                   if turn_loops(p.read_text(encoding="utf-8")))
+    assert found == ["agent/loop.py"]
+
+
+def test_the_turn_loop_check_sees_a_second_agent_loop():
+    # the shape bench/bfcl_multi_turn.run_episode had before it played through agent/loop.py
+    second = """
+async def run_episode(case, submit):
+    while True:
+        completion = await submit(PolicyRequest(messages, tools))
+        for call in completion.tool_calls:
+            messages.append({"role": "tool", "content": backends.execute([render(call)])[0]})
+"""
+    assert turn_loops(second) == [3]
+    assert turn_loops(second.replace("submit(", "policy.complete(").replace("backends.execute", "session.call"))
+
+
 # --- the cli and pipeline packages: no import cycle between their modules, no private names shared
 
 SPLIT_PACKAGES = ("cli", "pipeline")

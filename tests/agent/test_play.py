@@ -183,3 +183,42 @@ def test_a_single_agent_environment_has_no_seats():
     with pytest.raises(EnvironmentSetupError, match="single-agent"):
         env.episode(env.generate_tasks(1, 0)[0])
 
+
+
+class Strict(Relay):
+    """Relay with its own request, call ids and refusals: b's turns carry their own task and count
+    turns from 10; a turn with a malformed fragment runs none of its calls."""
+
+    def request(self, seat, request):
+        return PolicyRequest(request.messages, request.tools, Task(id=f"{seat}-task", input=[]), request.turn + 10)
+
+    def call_id(self, seat, step, index):
+        return f"{seat}-{step}-{index}"
+
+    def refuse(self, seat, completion):
+        return "refused: malformed" if completion.invalid else None
+
+
+def test_an_episode_shapes_requests_names_calls_and_refuses_turns():
+    class Mixed(Recorder):
+        async def complete(self, requests, params):
+            self.batches.append(list(requests))
+            return [Completion(tool_calls=[ToolCall("echo", {"word": r.task.id})], invalid=["bad"] if r.turn == 11 else [])
+                    for r in requests]
+
+    episode, policy = Strict(rounds=2), Mixed()
+    submit, batcher = submitter(policy, SamplingParams())
+
+    async def main():
+        try:
+            return await play(episode, {"a": submit, "b": submit}, LoopConfig(), Task(id="t", input=[]))
+        finally:
+            await batcher.close()
+
+    trajs, _ = asyncio.run(main())
+    assert [(r.task.id, r.turn) for b in policy.batches for r in b] == [("a-task", 10), ("b-task", 10),
+                                                                         ("a-task", 11), ("b-task", 11)]
+    assert episode.said == [("a", "a-task"), ("b", "b-task")]  # the second round was refused
+    tool = [m for m in trajs["a"].messages if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tool] == [("a-0-0", "x" * 50), ("a-1-0", "refused: malformed")]
+    assert trajs["a"].turns[1].executions[0].status == "error"

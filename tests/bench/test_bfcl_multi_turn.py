@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 from officegym.agent.policies import make_policy
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import MULTI_TURN, load_cases
-from officegym.bench.bfcl_multi_turn import CallRefused, render_call, run_episode
+from officegym.bench.bfcl_multi_turn import run_episode
 from officegym.bench.bfcl_replay import GroundTruthError, parse_call_string
 from officegym.bench.bfcl_run import RESULTS, run_bfcl, summarise
+from officegym.bench.bfcl_session import CallRefused, render_call
 from officegym.cli import app
 from officegym.core.policy import Completion, Policy
 from officegym.core.types import ToolCall

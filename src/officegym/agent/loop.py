@@ -182,7 +182,8 @@ async def _drive(episode: Episode, submit: Mapping[str, Submit], config: LoopCon
             if news:
                 convs[seat].append({"role": "user", "content": news})
             turn_index = len(trajs[seat].turns)
-            requests.append(PolicyRequest(list(convs[seat]), tools[seat], task, turn_index, previous[seat]))
+            request = PolicyRequest(list(convs[seat]), tools[seat], task, turn_index, previous[seat])
+            requests.append(episode.request(seat, request))
         if len(group) == 1:  # one seat (every single-agent turn): no task to gather
             completions = [await _ask(submit[group[0]], requests[0])]
         else:
@@ -229,20 +230,24 @@ async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: 
     calls = []
     for i, c in enumerate(completion.tool_calls):
         if not c.call_id or c.call_id in used_ids:  # text formats number calls per turn
-            c = _with_id(c, step, i)
+            c = _with_id(c, episode.call_id(seat, step, i))
         used_ids.add(c.call_id)
         calls.append(c)
     messages.append(assistant_message(completion.text, calls))
+    refusal = episode.refuse(seat, completion)
     seconds = 0.0
     for call in calls:
-        e0 = time.perf_counter()
-        result = await _resolve(episode.execute(seat, call))
-        spent = time.perf_counter() - e0
+        if refusal is not None:  # the episode runs none of this turn's calls
+            result, spent = ToolResult(refusal, "error", body=refusal), 0.0
+        else:
+            e0 = time.perf_counter()
+            result = await _resolve(episode.execute(seat, call))
+            spent = time.perf_counter() - e0
         seconds += spent
         output, cut = truncate(result.text, config.max_tool_output_chars)
         turn.executions.append(ToolExecution(call, output, result.status, cut, spent))
         messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
-    for reason in completion.invalid:
+    for reason in completion.invalid if refusal is None else ():
         messages.append({"role": "tool", "tool_call_id": None, "content": INVALID_CALL_HINT.format(reason=reason)})
     episode.end_turn(seat, completion, calls)
     return seconds
@@ -272,8 +277,8 @@ async def rollout(
     return traj
 
 
-def _with_id(call: ToolCall, step: int, index: int) -> ToolCall:
-    call.call_id = f"call_{step}_{index}"
+def _with_id(call: ToolCall, call_id: str) -> ToolCall:
+    call.call_id = call_id
     return call
 
 

@@ -169,7 +169,7 @@ def category_size(category: str) -> int:
 # instances in its own module's globals, under a name made of a model name, the entry id and the
 # class, and runs call strings with `eval` in that namespace. officegym gives every episode and every
 # check a model name of its own (so two episodes of one entry never share a backend) and deletes
-# those globals when it is done. The strings it hands over are built by bfcl_multi_turn.render_call
+# those globals when it is done. The strings it hands over are built by bfcl_session.render_call
 # from validated, JSON-decoded calls, never from model text.
 
 _MULTI_TURN_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"

@@ -1,15 +1,17 @@
-"""BFCL's multi-turn categories as episodes: the user turns, the policy's calls executed against
-bfcl-eval's own backends, and bfcl-eval's multi-turn checker on the calls each turn made.
+"""BFCL's multi-turn categories as episodes of the one rollout loop (agent/loop.play): the user
+turns, the policy's calls executed against bfcl-eval's own backends (bfcl_session.py, with its rules
+for what a call may run), and bfcl-eval's multi-turn checker on the calls each turn made.
 
 The episode follows bfcl-eval's own inference loop (`BaseHandler.inference_multi_turn_FC`):
 
-* The entry's backends (`involved_classes`, loaded with its `initial_config`) are made once, through
-  bfcl-eval's executor, and live for the whole episode.
+* The entry's backends are made once, when the episode starts, and live for the whole episode.
 * Each user turn appends its messages and asks the policy for steps until one holds no call. A step's
-  calls are executed in order and each result goes back as a tool message. A step whose calls do
-  not decode (arguments that are not a JSON object, a malformed call fragment) ends the turn
-  unexecuted, as a decoding failure does in BFCL. After BFCL's MAXIMUM_STEP_LIMIT (20) executed
-  steps in one turn the episode is force-terminated, the whole entry failing.
+  calls are executed in order and each result goes back, whole, as a tool message. A step whose calls
+  do not decode (arguments that are not a JSON object, a malformed call fragment) ends the turn
+  unexecuted, as a decoding failure does in BFCL (`refuse`). After BFCL's MAXIMUM_STEP_LIMIT (20)
+  executed steps in one turn the episode is force-terminated, the whole entry failing.
+* A request carries the current user turn's Task and counts its steps from that turn's start, so a
+  scripted policy replays the turn's ground truth; calls without an id get `call_<turn>_<step>_<i>`.
 * miss_func: functions listed in the entry's `missed_function` for a turn are added to the offered
   tools before that turn, whose (empty) user message becomes BFCL's "I have updated some more
   functions you can choose from. What about now?". The policy is then asked without `previous`,
@@ -17,110 +19,29 @@ The episode follows bfcl-eval's own inference loop (`BaseHandler.inference_multi
 * The checker gets, per turn, the call strings of each step that executed calls (BFCL drops steps
   that made none), re-executes them and the ground truth in fresh backends and compares the
   backends' states and the calls' results after every turn.
-
-Calls are never evaluated as model text. bfcl-eval's executor runs call strings with `eval`, so
-`render_call` builds each string from a decoded call only: the function must be one the entry
-documents (bfcl-eval's executor runs any method of the entry's classes, so a function miss_func
-holds back runs if called early, as in BFCL), every argument name a Python identifier, every value a JSON value
-(dicts with string keys, lists, strings, finite numbers, booleans, null), written with `repr()`;
-the finished string is parsed back with `ast` and must be a plain call of literals. A call that
-fails these rules is answered with an error and not executed. Two arguments whose cost grows
-without bound with their value (MathAPI's power exponent and its precisions) are capped.
 """
 
 from __future__ import annotations
 
-import ast
-import keyword
-import math
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from officegym.agent.messages import assistant_message
+from officegym.agent.loop import ENVIRONMENT, LoopConfig, Submit, play
 from officegym.bench import bfcl_lib
 from officegym.bench.bfcl_data import BfclCase
 from officegym.bench.bfcl_score import backend_error_verdict, call_row
+from officegym.bench.bfcl_session import BfclSession
+from officegym.core.episode import Episode
 from officegym.core.policy import Completion, PolicyRequest
-from officegym.core.types import ToolCall, ToolSpec
+from officegym.core.task import Task
+from officegym.core.trajectory import Trajectory
+from officegym.core.types import ToolCall, ToolSpec, Verdict
 
-# (function, argument) -> the largest magnitude executed. BFCL's data uses precisions up to 10 and
-# exponents below 10; a model asking for 10**9 digits would stall the run.
-COSTLY_ARGUMENTS = {("power", "exponent"): 10_000, ("square_root", "precision"): 10_000,
-                    ("logarithm", "precision"): 10_000}
 RESULT_CHARS_KEPT = 400  # per tool result in results.jsonl; the model sees the whole text
-
-
-class CallRefused(ValueError):
-    """A decoded call that is not executed (unknown function, argument that is not a JSON value...)."""
-
-
-def _check_value(value: Any, where: str) -> None:
-    if value is None or isinstance(value, bool | str):
-        return
-    if isinstance(value, int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CallRefused(f"{where} is not a finite number")
-        return
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_value(item, f"{where}[{i}]")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CallRefused(f"{where} has a key that is not a string")
-            _check_value(item, f"{where}[{key!r}]")
-        return
-    raise CallRefused(f"{where} is a {type(value).__name__}, not a JSON value")
-
-
-def render_call(name: str, arguments: Any, offered: set[str]) -> str:
-    """The call string bfcl-eval's executor runs, built only from a validated, decoded call."""
-    try:
-        return _render(name, arguments, offered)
-    except RecursionError:
-        raise CallRefused(f"{name}: the arguments are nested too deeply") from None
-
-
-def _render(name: str, arguments: Any, offered: set[str]) -> str:
-    if name not in offered or not name.isidentifier():
-        raise CallRefused(f"function {name!r} is not available")
-    if not isinstance(arguments, dict):
-        raise CallRefused(f"the arguments of {name} are not a JSON object")
-    parts = []
-    for key, value in arguments.items():
-        if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
-            raise CallRefused(f"{name}: argument name {key!r} is not a Python identifier")
-        _check_value(value, f"{name}: argument {key!r}")
-        cap = COSTLY_ARGUMENTS.get((name, key))
-        if cap is not None and isinstance(value, int | float) and abs(value) > cap:
-            raise CallRefused(f"{name}: {key}={value!r} is over officegym's limit of {cap} for this argument")
-        try:
-            parts.append(f"{key}={value!r}")
-        except ValueError as exc:  # an integer too long to write out
-            raise CallRefused(f"{name}: argument {key!r}: {exc}") from None
-    text = f"{name}({', '.join(parts)})"
-    _assert_plain_call(text, name)
-    return text
-
-
-def _assert_plain_call(text: str, name: str) -> None:
-    """Belt and braces: the string must read back as `name(k=<literal>, ...)`."""
-    try:
-        node = ast.parse(text, mode="eval").body
-        ok = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
-              and not node.args and all(k.arg is not None for k in node.keywords))
-        if ok:
-            for k in node.keywords:
-                ast.literal_eval(k.value)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        ok = False
-    if not ok:
-        raise CallRefused(f"{name}: the call does not render as a plain call of literal values")
+LOOP = LoopConfig(max_tool_output_chars=None)  # the episode ends itself; tool results go back whole
 
 
 def _undecodable(completion: Completion) -> list[str]:
@@ -141,9 +62,9 @@ def _clip(text: str, limit: int = RESULT_CHARS_KEPT) -> str:
 
 
 @dataclass
-class Episode:
+class EpisodeRecord:
     """What one episode did: per turn, the call strings of each executing step (the checker's
-    input), a compact transcript, and the cost."""
+    input), a compact transcript, the cost, and bfcl-eval's verdict once it is over."""
 
     decoded: list[list[list[str]]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
@@ -153,100 +74,155 @@ class Episode:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     last: Completion | None = None
+    verdict: dict[str, Any] | None = None
+    ended: float = 0.0  # perf_counter when the episode was over, before the check
 
 
-def _fresh_id(call: ToolCall, turn: int, step: int, index: int, used: set[str]) -> ToolCall:
-    if not call.call_id or call.call_id in used:
-        call = ToolCall(call.name, call.arguments, call.raw_arguments, f"call_{turn}_{step}_{index}", call.parse_error,
-                        dict(call.extra))
-    used.add(call.call_id or "")
-    return call
+class BfclEpisode(Episode):
+    """One multi-turn entry as a one-seat episode: BFCL's user turns, steps and stopping rules."""
+
+    SEAT = "model"
+    seats = (SEAT,)
+
+    def __init__(self, case: BfclCase):
+        assert case.multi_turn is not None, f"{case.id} is not a multi-turn entry"
+        self.case, self.spec = case, case.multi_turn
+        self.limit = bfcl_lib.max_steps_per_turn()
+        self.record = EpisodeRecord()
+        self.session: BfclSession | None = None
+        self._tools: list[ToolSpec] = list(case.tools)
+        self._shown: list[dict[str, Any]] = []  # the current user turn's messages
+        self._task: Task = case.task
+        self._outputs: list[str] = []  # the current step's results
+        self.turn = self.step = self.executed_steps = 0
+        self.over = False
+
+    def start(self) -> None:
+        self.session = BfclSession(self.case)
+        self._begin(0)
+
+    def _begin(self, t: int) -> None:
+        """Set up user turn `t` (or end the episode after the last one)."""
+        self.turn, self.step, self.executed_steps = t, 0, 0
+        if t == len(self.spec.turns):
+            self.over = True
+            return
+        shown = [dict(m) for m in self.spec.turns[t]]
+        if t in self.spec.added:
+            self._tools = self._tools + self.spec.added[t][1]
+            if not shown:
+                shown = [{"role": "user", "content": bfcl_lib.added_functions_prompt()}]
+        if t > 0 and not (len(shown) == 1 and shown[0].get("role") == "user" and set(shown[0]) == {"role", "content"}
+                          and isinstance(shown[0]["content"], str) and shown[0]["content"]):
+            raise ValueError(f"{self.case.id}: turn {t} is not one user message, the only shape a later turn takes")
+        self._shown = shown
+        self._task = self.spec.turn_task(self.case, t, self._tools)
+        self.record.transcript.append({"user": [_clip(str(m.get("content", ""))) for m in shown], "steps": []})
+        self.record.decoded.append([])
+
+    def opening(self, seat: str) -> list[dict[str, Any]]:
+        return self._shown
+
+    def tools(self, seat: str) -> list[ToolSpec]:
+        return self._tools
+
+    def news(self, seat: str) -> str | None:
+        return self._shown[0]["content"] if self.turn > 0 and self.step == 0 else None
+
+    def request(self, seat: str, request: PolicyRequest) -> PolicyRequest:
+        # Tools added at this turn: no `previous`, so the conversation is rendered anew with them.
+        fresh = self.step == 0 and self.turn in self.spec.added
+        return dataclasses.replace(request, tools=self._tools, task=self._task, turn=self.step,
+                                   previous=None if fresh else request.previous)
+
+    def call_id(self, seat: str, step: int, index: int) -> str:
+        return f"call_{self.turn}_{self.step}_{index}"
+
+    def next_group(self) -> tuple[str, ...]:
+        return () if self.over else self.seats
+
+    def refuse(self, seat: str, completion: Completion) -> str | None:
+        reasons = _undecodable(completion)
+        return "Not executed: this turn's tool calls did not decode (" + "; ".join(reasons) + ")." if reasons else None
+
+    def execute(self, seat: str, call: ToolCall) -> Any:
+        assert self.session is not None
+        result = self.session.execute(call.name, call.arguments)
+        self._outputs.append(result.text)
+        return result
+
+    def end_turn(self, seat: str, completion: Completion, calls: Sequence[ToolCall]) -> None:
+        record = self.record
+        record.steps += 1
+        record.prompt_tokens += completion.prompt_tokens
+        record.completion_tokens += completion.completion_tokens
+        record.last = completion
+        if completion.error:
+            record.backend_error = completion.error
+            self.over = True
+            return
+        step_log: dict[str, Any] = {"text": _clip(completion.text, 1000), "calls": [call_row(c) for c in calls]}
+        record.transcript[-1]["steps"].append(step_log)
+        self.step += 1
+        outputs, self._outputs = self._outputs, []
+        strings = self.session.drain() if self.session is not None else []
+        if not calls and not completion.invalid:
+            self._begin(self.turn + 1)  # the model answered: the turn is over
+            return
+        reasons = _undecodable(completion)
+        if reasons:  # BFCL: a response that does not decode ends the turn; nothing of it ran
+            step_log["undecodable"] = reasons
+            self._begin(self.turn + 1)
+            return
+        step_log["results"] = [_clip(o) for o in outputs]
+        if strings:
+            record.decoded[-1].append(strings)
+        self.executed_steps += 1
+        if self.executed_steps > self.limit:
+            record.forced_turn = self.turn
+            self.over = True
+
+    def finish(self, trajectories: Mapping[str, Trajectory]) -> Verdict:
+        self.close()
+        self.record.ended = time.perf_counter()
+        verdict = self.record.verdict = episode_verdict(self.case, self.record)
+        return Verdict(1.0 if verdict["valid"] else 0.0, bool(verdict["valid"]), "bfcl", details=verdict)
+
+    def abort(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+
+    def stop_reason(self, seat: str) -> str:
+        if self.record.backend_error:
+            return "error"
+        return "max_steps" if self.record.forced_turn is not None else "answered"
 
 
-async def run_episode(case: BfclCase, submit: Callable[[PolicyRequest], Awaitable[Completion]]) -> Episode:
-    """Drive one multi-turn entry with a policy (`submit` sends one request, as the agent loop's)."""
-    spec = case.multi_turn
-    assert spec is not None, f"{case.id} is not a multi-turn entry"
-    limit = bfcl_lib.max_steps_per_turn()
-    tools: list[ToolSpec] = list(case.tools)
-    # Executable: every function the entry documents, the held-back ones included, as bfcl-eval's
-    # executor knows every method of the entry's classes (miss_func_49's ground truth calls `tail` a
-    # turn before it is shown). Shown: what BFCL shows at that point.
-    executable = {f["name"] for f in case.functions} | {f["name"] for docs, _ in spec.added.values() for f in docs}
-    messages: list[dict[str, Any]] = []
-    episode = Episode()
-    previous: Completion | None = None
-    used_ids: set[str] = set()
-    with bfcl_lib.Backends(spec.entry, case.category) as backends:
-        for t, turn_messages in enumerate(spec.turns):
-            shown = [dict(m) for m in turn_messages]
-            if t in spec.added:
-                tools = tools + spec.added[t][1]
-                previous = None  # the tool list changed: let the backend render the conversation anew
-                if not shown:
-                    shown = [{"role": "user", "content": bfcl_lib.added_functions_prompt()}]
-            messages.extend(shown)
-            task = spec.turn_task(case, t, tools)
-            turn_log: dict[str, Any] = {"user": [_clip(str(m.get("content", ""))) for m in shown], "steps": []}
-            episode.transcript.append(turn_log)
-            turn_decoded: list[list[str]] = []
-            episode.decoded.append(turn_decoded)
-            executed_steps = 0
-            step = 0
-            while True:
-                request = PolicyRequest(messages=list(messages), tools=tools, task=task, turn=step, previous=previous)
-                try:
-                    completion = await submit(request)
-                except Exception as exc:  # a continuous backend raising fails this entry, not the run
-                    completion = Completion(finish_reason="error", error=f"{type(exc).__name__}: {exc}")
-                previous = episode.last = completion
-                episode.steps += 1
-                episode.prompt_tokens += completion.prompt_tokens
-                episode.completion_tokens += completion.completion_tokens
-                if completion.error:
-                    episode.backend_error = completion.error
-                    return episode
-                calls = [_fresh_id(c, t, step, i, used_ids) for i, c in enumerate(completion.tool_calls)]
-                messages.append(assistant_message(completion.text, calls))
-                step_log: dict[str, Any] = {"text": _clip(completion.text, 1000), "calls": [call_row(c) for c in calls]}
-                turn_log["steps"].append(step_log)
-                step += 1
-                if not calls and not completion.invalid:
-                    break  # the model answered: the turn is over
-                reasons = _undecodable(completion)
-                if reasons:
-                    # BFCL: a response that does not decode ends the turn; nothing of it runs.
-                    note = "Not executed: this turn's tool calls did not decode (" + "; ".join(reasons) + ")."
-                    for call in calls:
-                        messages.append({"role": "tool", "tool_call_id": call.call_id, "content": note})
-                    step_log["undecodable"] = reasons
-                    break
-                outputs: list[str | None] = []
-                strings: list[str] = []
-                for call in calls:
-                    name = case.names.original(call.name) or call.name
-                    try:
-                        strings.append(render_call(name, call.arguments, executable))
-                        outputs.append(None)
-                    except CallRefused as exc:
-                        outputs.append(f"Error during execution: {exc}")
-                results = iter(backends.execute(strings) if strings else [])
-                outputs = [out if out is not None else next(results) for out in outputs]
-                for call, out in zip(calls, outputs, strict=True):
-                    messages.append({"role": "tool", "tool_call_id": call.call_id, "content": out})
-                step_log["results"] = [_clip(str(o)) for o in outputs]
-                if strings:
-                    turn_decoded.append(strings)
-                executed_steps += 1
-                if executed_steps > limit:
-                    episode.forced_turn = t
-                    break
-            if episode.forced_turn is not None:
-                break
-    return episode
+def _guarded(submit: Submit) -> Submit:
+    """A continuous backend raising fails this entry as a backend error, not the run."""
+    async def ask(request: PolicyRequest) -> Completion:
+        try:
+            return await submit(request)
+        except Exception as exc:
+            return Completion(finish_reason="error", error=f"{type(exc).__name__}: {exc}")
+
+    return ask
 
 
-def score_episode(case: BfclCase, episode: Episode) -> dict[str, Any]:
+async def run_episode(case: BfclCase, submit: Submit) -> EpisodeRecord:
+    """Play one multi-turn entry through the agent loop (`submit` sends one request to the policy)."""
+    episode = BfclEpisode(case)
+    trajectories, _ = await play(episode, {BfclEpisode.SEAT: _guarded(submit)}, LOOP, case.task)
+    trajectory = trajectories[BfclEpisode.SEAT]
+    if trajectory.error_source == ENVIRONMENT:  # officegym's or bfcl-eval's code failed: stop the run
+        raise RuntimeError(f"BFCL entry {case.id}: {trajectory.error}")
+    return episode.record
+
+
+def score_episode(case: BfclCase, episode: EpisodeRecord) -> dict[str, Any]:
     """{valid, error, error_type, details}: bfcl-eval's verdict on the episode."""
     spec = case.multi_turn
     assert spec is not None
@@ -287,12 +263,15 @@ def _details(result: dict[str, Any]) -> Any:
     return out or None
 
 
-def episode_row(case: BfclCase, episode: Episode, seconds: float) -> dict[str, Any]:
-    """The stored result of one multi-turn entry (the same keys as a single-turn row, plus turns)."""
+def episode_verdict(case: BfclCase, episode: EpisodeRecord) -> dict[str, Any]:
     if episode.backend_error:
-        verdict = backend_error_verdict(episode.backend_error, details=None)
-    else:
-        verdict = score_episode(case, episode)
+        return backend_error_verdict(episode.backend_error, details=None)
+    return score_episode(case, episode)
+
+
+def episode_row(case: BfclCase, episode: EpisodeRecord, seconds: float) -> dict[str, Any]:
+    """The stored result of one multi-turn entry (the same keys as a single-turn row, plus turns)."""
+    verdict = episode.verdict or episode_verdict(case, episode)
     last = episode.last or Completion()
     first_user = " / ".join(episode.transcript[0]["user"]) if episode.transcript else ""
     return {
@@ -318,7 +297,7 @@ def episode_row(case: BfclCase, episode: Episode, seconds: float) -> dict[str, A
     }
 
 
-async def run_and_row(case: BfclCase, submit: Callable[[PolicyRequest], Awaitable[Completion]]) -> dict[str, Any]:
+async def run_and_row(case: BfclCase, submit: Submit) -> dict[str, Any]:
     start = time.perf_counter()
-    episode = await run_episode(case, submit)
-    return episode_row(case, episode, time.perf_counter() - start)
+    record = await run_episode(case, submit)
+    return episode_row(case, record, record.ended - start)

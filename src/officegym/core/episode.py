@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from officegym.core.types import ToolCall, ToolSpec, Verdict
 
 if TYPE_CHECKING:
-    from officegym.core.policy import Completion
+    from officegym.core.policy import Completion, PolicyRequest
     from officegym.core.trajectory import Trajectory
 
 
@@ -50,6 +50,21 @@ class Episode(ABC):
 
     def news(self, seat: str) -> str | None:
         """What the seat is shown before its turn (a user message), or None."""
+        return None
+
+    def request(self, seat: str, request: PolicyRequest) -> PolicyRequest:
+        """The request the seat's policy gets this turn: an episode whose task or tools change
+        between turns (BFCL's user turns) adjusts the loop's request here."""
+        return request
+
+    def call_id(self, seat: str, step: int, index: int) -> str:
+        """The id a call gets when the policy gave it none (or a repeated one)."""
+        return f"call_{step}_{index}"
+
+    def refuse(self, seat: str, completion: Completion) -> str | None:
+        """Why none of the turn's calls runs (each is answered with this text, and malformed call
+        fragments get no hint), or None: each call runs through `execute`. BFCL refuses a turn whose
+        calls do not all decode; NeMo Gym's rules run every call."""
         return None
 
     @abstractmethod
