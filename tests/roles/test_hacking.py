@@ -6,9 +6,9 @@ import copy
 import itertools
 import random
 
-from officegym.agent.role_baselines import random_answer
 from officegym.core.types import ToolCall
 from officegym.envs.roles import cto, risk
+from officegym.envs.roles.baseline_answers import random_answer
 
 SINGLE = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost")
 

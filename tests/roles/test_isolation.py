@@ -8,13 +8,13 @@ import asyncio
 import json
 from pathlib import Path
 
-from officegym.agent import role_baselines
+from officegym.agent.baseline_policy import make_baseline_policy
 from officegym.agent.council import run_councils
 from officegym.agent.loop import LoopConfig, rollout, run_rollouts
-from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.core.policy import Completion, Policy
 from officegym.core.rollout_row import error_source, officegym_of, retryable
+from officegym.envs.roles import baseline_answers
 from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import CouncilEpisode
 from officegym.envs.roles.reconcile import ReconcileEnvironment
@@ -115,8 +115,8 @@ def test_a_scripted_policy_that_raises_fails_that_rollout_as_its_own_error(monke
             raise ZeroDivisionError("division by zero")
         return real(s, rng)
 
-    real, bad_seed = role_baselines.random_answer, TASKS[2].metadata["scenario"]["seed"]
-    monkeypatch.setattr(role_baselines, "random_answer", answer)
+    real, bad_seed = baseline_answers.random_answer, TASKS[2].metadata["scenario"]["seed"]
+    monkeypatch.setattr(baseline_answers, "random_answer", answer)
     result = run_eval(ReconcileEnvironment(), TASKS, make_baseline_policy("role-random:0"), tmp_path)
     bad = next(r for r in result.rows if officegym_of(r)["task_id"] == BAD)
     assert error_source(bad) == "policy" and not retryable(bad)

@@ -13,14 +13,15 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from officegym.agent.baseline_policy import make_baseline_policy
 from officegym.agent.loop import LoopConfig
-from officegym.agent.role_baselines import make_baseline_policy, random_answer, scenario_of
 from officegym.core import registry
 from officegym.core.rollout_row import officegym_of
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
 from officegym.envs.roles import reconcile
 from officegym.envs.roles.base import Scenario
+from officegym.envs.roles.baseline_answers import random_answer
 from officegym.eval.run import run_eval
 from officegym.sdg.env_tasks import generate_env_tasks
 
@@ -49,7 +50,7 @@ def test_normalised_gain_without_a_possible_gain():
 
 def test_the_pipeline_scenario_scores_and_grades_without_error():
     task = next(t for t in pipeline_test_tasks() if t.id == CRASHED)
-    s = scenario_of(task)
+    s = registry.make("roles/reconcile").scenario(task)
     table = reconcile.Table(s.public)
     assert s.infeasible and s.public["rule"] == "utilitarian"
     assert table.best[0] == table.status_quo[0] == 60  # the stakeholder with no possible gain

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from officegym.agent.baseline_policy import make_baseline_policy
 from officegym.agent.loop import LoopConfig, run_rollouts
-from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.core import registry
 from officegym.core.protocols import Environment, Session

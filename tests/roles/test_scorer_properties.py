@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from officegym.agent.role_baselines import GREEDY, random_answer
 from officegym.core import registry
 from officegym.core.types import ToolCall, Verdict
 from officegym.envs.roles import council_model as council
 from officegym.envs.roles.base import INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES, Scenario, scenario_seed
+from officegym.envs.roles.baseline_answers import GREEDY, random_answer
 from officegym.envs.roles.council_episode import CouncilEpisode, act
 from officegym.envs.roles.schema import schema_error
 

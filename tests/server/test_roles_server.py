@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from typer.testing import CliRunner
 
+from officegym.agent.baseline_policy import make_baseline_policy
 from officegym.agent.loop import LoopConfig, run_rollouts
-from officegym.agent.role_baselines import make_baseline_policy
 from officegym.agent.scripted import OraclePolicy
 from officegym.cli import app as cli_app
 from officegym.core import registry

@@ -114,15 +114,26 @@ def _random(spec: PolicySpec, options: dict[str, Any]) -> Policy:
     return RandomPolicy(seed=seed)
 
 
+def _plays(environment: str, kind: str) -> bool:
+    """Whether the registered `environment` plays the scripted baseline `kind` (asked of its class)."""
+    from officegym.core import registry
+    from officegym.core.environment import EnvironmentSetupError
+
+    try:
+        return kind in registry.environment_class(environment).baselines
+    except EnvironmentSetupError:
+        return False
+
+
 def _role_baseline(spec: PolicySpec, options: dict[str, Any]) -> Policy:
-    from officegym.agent.role_baselines import make_baseline_policy
-    from officegym.core.registry import canonical_name
-    from officegym.envs.roles import ENVIRONMENTS
+    from officegym.agent.baseline_policy import make_baseline_policy
+    from officegym.core import registry
 
     environment = spec.options.get("environment")
-    if environment is not None and canonical_name(environment) not in ENVIRONMENTS:
+    if environment is not None and not _plays(environment, spec.kind):
+        players = [name for name in registry.names() if _plays(name, spec.kind)]
         raise PolicySpecError(
-            f"{spec.spec!r} is a baseline of the role environments ({', '.join(ENVIRONMENTS)}), not of {environment!r}"
+            f"{spec.spec!r} is a baseline of the role environments ({', '.join(players)}), not of {environment!r}"
         )
     try:
         return make_baseline_policy(spec.spec)

@@ -17,7 +17,9 @@ caller probes attributes with `getattr` or compares environment names:
 - `nemo_gym_server` and `cookie_name()`: NeMo Gym's resources-server class for it, if it has one,
   and the session cookie named after it;
 - `seats` and `episode(task, max_rounds=)`: a multi-agent environment names its seats and builds
-  the episode (core/episode.py) that the agent loop plays, every seat with its own policy.
+  the episode (core/episode.py) that the agent loop plays, every seat with its own policy;
+- `baselines` and `baseline_turn(kind, request, seed)`: the scripted baselines (policy specs such as
+  `greedy`) it plays, turn by turn; agent/baseline_policy.py is the policy that asks.
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from officegym.core.episode import Episode
+from officegym.core.policy import Completion, PolicyRequest
 from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolSpec, Verdict
@@ -51,6 +54,7 @@ class BaseEnvironment:
     session_from_row: ClassVar[bool] = False
     nemo_gym_server: ClassVar[str | None] = None  # NeMo Gym's resources-server class for it, if any
     seats: ClassVar[tuple[str, ...]] = ()  # a multi-agent environment's seats; () for a single agent
+    baselines: ClassVar[tuple[str, ...]] = ()  # the scripted baselines baseline_turn plays
     write_tools: frozenset[str] | None = None
     mode: str = "outcome"
 
@@ -108,6 +112,11 @@ class BaseEnvironment:
         """The multi-agent episode over `task` (environments with `seats`)."""
         raise EnvironmentSetupError(f"{self.name} is a single-agent environment: it has no seats to play")
 
+    def baseline_turn(self, kind: str, request: PolicyRequest, seed: int = 0) -> Completion:
+        """The next turn of the scripted baseline `kind` (one of `baselines`) in the conversation of
+        `request`, which names its task; `seed` seeds a random one."""
+        raise EnvironmentSetupError(f"{self.name} plays no scripted baseline {kind!r}")
+
     # -- what callers compare and serve
     def state_fingerprint(self, session: Any) -> str | None:
         """A strict fingerprint (JSON text) of the state `session` holds now; None when the state
@@ -147,6 +156,7 @@ class EnvironmentWrapper(BaseEnvironment):
     session_from_row = property(lambda self: self.env.session_from_row)  # type: ignore[assignment]
     nemo_gym_server = property(lambda self: self.env.nemo_gym_server)  # type: ignore[assignment]
     seats = property(lambda self: self.env.seats)  # type: ignore[assignment]
+    baselines = property(lambda self: self.env.baselines)  # type: ignore[assignment]
     write_tools = property(lambda self: self.env.write_tools)  # type: ignore[assignment]
     world_path = property(lambda self: self.env.world_path)  # type: ignore[assignment]
     world_id = property(lambda self: self.env.world_id)  # type: ignore[assignment]
@@ -178,6 +188,9 @@ class EnvironmentWrapper(BaseEnvironment):
 
     def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
         return self.env.episode(task, max_rounds=max_rounds)
+
+    def baseline_turn(self, kind: str, request: PolicyRequest, seed: int = 0) -> Completion:
+        return self.env.baseline_turn(kind, request, seed)
 
     def state_fingerprint(self, session: Any) -> str | None:
         return self.env.state_fingerprint(session)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from officegym.core.environment import BaseEnvironment
+from officegym.core.policy import Completion, PolicyRequest
 from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, ToolCall, ToolResult, ToolSpec, Verdict
@@ -43,6 +44,8 @@ CLAIM_ABSOLUTE = 0.5
 # spreads them evenly, so any run of tasks holds 7.5 % of them to within one task.
 INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES = 40, 3
 INFEASIBLE_SHARE = INFEASIBLE_RESIDUES / INFEASIBLE_MODULUS
+# The scripted baselines every role plays (policy specs greedy, role-random[:SEED], rule): baselines.py.
+BASELINES = ("greedy", "role-random", "rule")
 
 
 class ScenarioError(ValueError):
@@ -237,6 +240,7 @@ class RoleEnvironment(BaseEnvironment):
     # Whether the brief is prose drawn from surface forms, some held out (prose.py): the generator
     # then takes the wording subset as a third argument, and task rows carry `subset`.
     worded: ClassVar[bool] = False
+    baselines: ClassVar[tuple[str, ...]] = BASELINES
 
     def __init__(self, mode: str | None = None) -> None:
         """Scenarios come from the task rows: a role environment takes no world."""
@@ -290,6 +294,12 @@ class RoleEnvironment(BaseEnvironment):
         """Judge a finished session: by default its first valid answer alone."""
         assert session.scenario is not None and session.answer is not None
         return self.grade(session.scenario, session.answer)
+
+    def baseline_turn(self, kind: str, request: PolicyRequest, seed: int = 0) -> Completion:
+        """The next turn of the baseline `kind` (greedy, role-random, rule): baselines.py."""
+        from officegym.envs.roles.baselines import baseline_turn  # it imports the role modules
+
+        return baseline_turn(self, kind, request, seed)
 
     # -- shared behaviour
 
