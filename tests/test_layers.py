@@ -53,6 +53,57 @@ def test_policies_live_on_the_agent_floor_not_in_environments():
     assert found == []
 
 
+# --- generic floors reach environments through the registry (DESIGN.md), not by importing them
+
+GENERIC_FLOORS = ("agent", "train", "eval", "pipeline", "review", "core", "server", "cli")
+ENVIRONMENT_PACKAGES = ("officegym.envs.roles", "officegym.envs.workplace")
+# The files that still import an environment package directly, and why. It only shrinks: a file
+# that stops importing one must leave it (the check below says so).
+DIRECT_ENVIRONMENT_IMPORTS = {
+    "agent/council.py": "the council runs report CouncilState and Grade, and build CouncilEnvironment",
+    "agent/council_seats.py": "the council's scripted seats judge plans with council_model (not yet pure functions in envs/roles)",
+    "agent/council_run.py": "checks a run's seat names against the council's SEATS",
+    "train/council_rollouts.py": "checks the trained seats against the council's SEATS",
+    "train/sft_data.py": "council SFT rows carry each seat's tool specs (council_episode.seat_specs)",
+    "review/council.py": "council items replay acts into a CouncilState and regrade it (no environment hook yet)",
+    "review/council_view.py": "the council item page shows seat specs and plan figures (council_model.evaluate)",
+    "review/export.py": "exports name the council's and roles' answer tools (COMMIT, ESCALATE)",
+    "review/roles.py": "role findings use the claim tolerances and RoleEnvironment's scenarios",
+    "server/client.py": "the remote client words an invalid-JSON result as the workplace session does",
+    "server/serve.py": "serves the workplace with NeMo Gym's reference-compat settings (WorkplaceEnvironment)",
+    "pipeline/reference_set.py": "finds the reference data set shipped with the workplace environment",
+    "cli/council.py": "`officegym council` builds CouncilEnvironment",
+    "cli/eval.py": "`officegym tools`/`tool` list the workplace's specs; `officegym verify` checks workplace rollouts",
+    "cli/generate.py": "`officegym generate world` runs the workplace's world generator and writer",
+    "cli/worlds.py": "names a workplace world folder by its world id",
+}
+
+
+def direct_environment_imports() -> set[str]:
+    """Files of the generic floors that import an environment package, anywhere in their body."""
+    found = set()
+    for folder in GENERIC_FLOORS:
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                if any(n == pkg or n.startswith(pkg + ".") for n in names for pkg in ENVIRONMENT_PACKAGES):
+                    found.add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_generic_floors_reach_environments_through_the_registry():
+    found = direct_environment_imports()
+    unlisted = sorted(found - set(DIRECT_ENVIRONMENT_IMPORTS))
+    assert unlisted == [], f"these import officegym.envs.roles/workplace directly: use the registry or an environment hook ({unlisted})"
+    stale = sorted(set(DIRECT_ENVIRONMENT_IMPORTS) - found)
+    assert stale == [], f"these no longer import an environment package: take them off the allow-list ({stale})"
+
+
 def test_one_rollout_loop_records_model_turns():
     """Model turns become trajectory turns in agent/loop.py alone (the council plays through it too)."""
     found = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
