@@ -187,13 +187,11 @@ def eval_cmd(
     """Roll out a policy over tasks (resumable), then write metrics and a report; rollouts whose model
     backend failed are not scored, and make the command exit non-zero. With --ray the episodes run
     on Ray actors and stream into the same rollouts.jsonl."""
-    from officegym.agent.loop import LoopConfig
     from officegym.agent.policies import PolicySpecError, make_policy
-    from officegym.core.policy import PolicyUnusable, SamplingParams
-    from officegym.eval.defaults import settings_line
+    from officegym.core.policy import PolicyUnusable
+    from officegym.eval.evaluate import EvalSettings, evaluate
     from officegym.eval.results import run_title, write_results
-    from officegym.eval.run import backend_failed, run_eval
-    from officegym.progress import Stage, heartbeat, policy_activity, progress
+    from officegym.progress import Stage
 
     output_dir(out, "--out")
     _check_run_folder(out)
@@ -209,43 +207,39 @@ def eval_cmd(
     except (PolicySpecError, FileNotFoundError, OSError, ValueError) as exc:
         fail(str(exc))
     on_ray = ray_options(ray, ray_address, ray_workers, ray_worker_cpus, ray_engines, ray_engine_gpus, policy, concurrency)
-    config = LoopConfig(max_steps=max_steps, max_tool_output_chars=cap, mode=mode,
-                        params=SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
+    settings = EvalSettings(k=k, max_steps=max_steps, temperature=temperature, max_new_tokens=max_new_tokens,
+                            max_tool_output_chars=cap, seed=seed, mode=mode, concurrency=concurrency)
     run_info = {"kind": "eval", "policy": policy, "env": env_name, "tasks": str(tasks),
                 "world": environment.world_path, "k": k, "mode": mode, "reward": reward,
                 "max_steps": max_steps, "temperature": temperature, "max_new_tokens": max_new_tokens,
                 "max_tool_output_chars": cap, "seed": seed, "base_url": base_url, "limit": limit}
     if on_ray is not None:
         run_info["ray"] = {"address": on_ray.address, "workers": on_ray.workers, "engines": on_ray.engines}
-    console.print(settings_line(max_steps, temperature, max_new_tokens, cap, seed, k)
-                  + (f", world {environment.world_path}" if environment.world_path else ""), markup=False, soft_wrap=True)
+    console.print(settings.line() + (f", world {environment.world_path}" if environment.world_path else ""),
+                  markup=False, soft_wrap=True)
     stage = Stage(f"starting {policy}" if on_ray is None else "starting the Ray workers")
-    with progress(console) as bar:
-        job = bar.add_task("rollouts", total=len(task_list) * k, info="")
-        # from the first second: a model can load, and answer its first call, for minutes
-        with heartbeat(bar, job, lambda: policy_activity(pol, stage)) as beat:
-            problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it
-            if problem:
-                fail(problem)
-            out.mkdir(parents=True, exist_ok=True)
-            _check_run_env(out, env_name, policy, fresh)
-            write_json(out / "run.json", run_info)
-            fleet = _start_fleet(on_ray, policy, options) if on_ray is not None else None
-            stage.set("waiting for the first model answer" if fleet is None else "rolling out on the Ray workers")
-            beat()
-            try:
-                result = run_eval(environment, task_list, pol, out, k=k, config=config, reward_fn=reward_fn,
-                                  concurrency=concurrency, progress=lambda n: (beat(), bar.advance(job, n)), fleet=fleet,
-                                  env_spec=_env_spec(env_name, environment, mode))
-            except (ValueError, PolicyUnusable) as exc:
-                fail(str(exc))
-            finally:
-                if fleet is not None:
-                    fleet.close()
+
+    def start(refresh):
+        problem = preflight(pol) if on_ray is None else None  # on Ray, where the policy runs checks it
+        if problem:
+            fail(problem)
+        out.mkdir(parents=True, exist_ok=True)
+        _check_run_env(out, env_name, policy, fresh)
+        write_json(out / "run.json", run_info)
+        fleet = _start_fleet(on_ray, policy, options) if on_ray is not None else None
+        stage.set("waiting for the first model answer" if fleet is None else "rolling out on the Ray workers")
+        refresh()
+        return fleet
+
+    try:
+        result = evaluate(environment, task_list, pol, out, settings, console=console, label="rollouts",
+                          reward_fn=reward_fn, stage=stage, start=start, env_spec=_env_spec(env_name, environment, mode))
+    except (ValueError, PolicyUnusable) as exc:
+        fail(str(exc))
     metrics, html_path, _ = write_results(out, result.rows, task_list, environment.write_tools, run_title(policy, env_name))
     print_metrics(metrics, f"{policy}: {result.new} new rollouts, {result.skipped} already done")
     console.print(f"report: {html_path}", markup=False)
-    failed = sum(backend_failed(r) for r in result.rows)
+    failed = len(result.failed)
     if failed:
         fail(f"{failed} of {len(result.rows)} rollouts failed in the model backend and are not scored "
              "(rerun to retry them; causes above)")

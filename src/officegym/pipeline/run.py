@@ -325,14 +325,13 @@ class Pipeline:
         (default: RUN/`name`): run.json, rollouts, the config's BFCL subset, metrics.json and a report;
         returns the metrics. `max_steps` and `k` override the evaluation's turns per episode and
         samples per task."""
-        from officegym.agent.loop import LoopConfig
         from officegym.agent.policies import PolicySpec, make_policy, preflight
-        from officegym.core.policy import PolicyUnusable, SamplingParams
-        from officegym.core.rollout_row import error_source, officegym_of, retryable
+        from officegym.core.policy import PolicyUnusable
+        from officegym.core.rollout_row import error_source, officegym_of
         from officegym.eval.defaults import EVAL_DEFAULTS
+        from officegym.eval.evaluate import EvalSettings, evaluate
         from officegym.eval.metrics import compute_metrics
         from officegym.eval.report import headline, write_report
-        from officegym.eval.run import run_eval
         from officegym.eval.subsets import subset_metrics
 
         e = self.cfg.eval
@@ -355,9 +354,8 @@ class Pipeline:
         if problem:
             raise PipelineError(f"{name}: {spec} cannot run: {problem}")
         steps, k = max_steps or e.max_steps, k or e.k
-        config = LoopConfig(max_steps=steps, max_tool_output_chars=e.max_tool_output_chars,
-                            params=SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens,
-                                                  seed=EVAL_DEFAULTS.seed))
+        settings = EvalSettings(k=k, max_steps=steps, temperature=e.temperature, max_new_tokens=e.max_new_tokens,
+                                max_tool_output_chars=e.max_tool_output_chars, seed=EVAL_DEFAULTS.seed)
         env = self.environment()
         out = out or self.out / name
         out.mkdir(parents=True, exist_ok=True)
@@ -368,19 +366,14 @@ class Pipeline:
         atomic_write(out / "run.json", json.dumps({
             "policy": spec, "env": self.env_name, "tasks": len(tasks), "k": k, "max_steps": steps,
             "temperature": e.temperature, "max_new_tokens": e.max_new_tokens}, indent=1) + "\n")
-        from officegym.progress import heartbeat, policy_activity, progress
-
         self.say(f"{name}: {len(tasks) * k} rollouts of {spec}" + (
             " (the vLLM engine starts, or takes these weights, first)" if parsed.kind == "vllm" else ""))
-        with progress(self.console) as bar:
-            job = bar.add_task(name, total=len(tasks) * k, info="")
-            with heartbeat(bar, job, lambda: policy_activity(policy)):
-                try:
-                    result = run_eval(env, tasks, policy, out, k=k, config=config, progress=lambda n: bar.advance(job, n))
-                except PolicyUnusable as exc:  # a server that refuses tool calls, say: no rollout can run
-                    raise PipelineError(f"{name}: {exc}") from None
-        failed = [r for r in result.rows if retryable(r)]  # the model backend's: a rerun retries them
-        broken = [r for r in result.rows if error_source(r) in ("environment", "policy")]
+        try:
+            result = evaluate(env, tasks, policy, out, settings, console=self.console, label=name)
+        except PolicyUnusable as exc:  # a server that refuses tool calls, say: no rollout can run
+            raise PipelineError(f"{name}: {exc}") from None
+        failed = result.failed  # the model backend's: a rerun retries them
+        broken = result.broken
         if broken:  # deterministic: kept as error rows (not scored), not retried; the stage goes on
             from rich.markup import escape
 
@@ -391,7 +384,7 @@ class Pipeline:
         reference = None
         if not failed:  # before metrics.json, which marks the stage done: an interrupted BFCL run resumes with it
             self._bfcl(name, policy, spec)
-            reference = self._reference(name, out, policy, config)
+            reference = self._reference(name, out, policy, settings.loop_config())
         policy.close()
         if failed:  # no metrics.json: the stage is not done, and a rerun retries only these rollouts
             raise PipelineError(f"{name}: {len(failed)} of {len(result.rows)} rollouts failed in the model backend "
