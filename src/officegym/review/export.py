@@ -44,7 +44,7 @@ from officegym.core.toolcalls import parse_tool_call
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
 from officegym.envs.roles.base import ESCALATE
-from officegym.envs.roles.council import COMMIT
+from officegym.envs.roles.council_model import COMMIT
 from officegym.review import council, council_view
 from officegym.review.actions import item_mode, item_ref, item_task
 from officegym.review.annotation_formats import (
