@@ -13,6 +13,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from officegym.core.environment import EnvironmentWrapper
 from officegym.core.toolcalls import parse_tool_call
 from officegym.server.app import REFERENCE_COOKIE, STATUS_HEADER, create_app
 from officegym.server.client import EnvClient
@@ -108,16 +109,13 @@ def test_deeply_nested_string_arguments_are_scored_as_the_reference_scores_them(
 
 
 def test_an_unexpected_failure_is_answered_without_dropping_the_connection(tiny_env, live_server):
-    class Broken:
+    class Broken(EnvironmentWrapper):
         """The tiny environment whose verify has a bug."""
-
-        def __getattr__(self, name):
-            return getattr(tiny_env, name)
 
         def verify(self, *args):
             raise RuntimeError("a bug")
 
-    with live_server(create_app(Broken())) as srv:
+    with live_server(create_app(Broken(tiny_env))) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
         row = json.dumps({"responses_create_params": {"input": "hi"}, "response": {"output": []}, "ground_truth": []})
         answers = exchange(port, [("POST", "/verify", row.encode()), ("GET", "/", b"")])
@@ -216,11 +214,8 @@ def test_verify_replays_at_most_max_verify_calls(tiny_env, tiny_tasks):
 def test_a_heavy_verify_leaves_the_event_loop_free(tiny_env, tiny_tasks, live_server):
     entered, release = threading.Event(), threading.Event()
 
-    class Slow:
+    class Slow(EnvironmentWrapper):
         """The tiny environment whose verify waits until the test lets it go."""
-
-        def __getattr__(self, name):
-            return getattr(tiny_env, name)
 
         def verify(self, *args):
             entered.set()
@@ -228,7 +223,7 @@ def test_a_heavy_verify_leaves_the_event_loop_free(tiny_env, tiny_tasks, live_se
             return tiny_env.verify(*args)
 
     read = parse_tool_call({"name": "email_search_emails", "arguments": '{"query": "Update"}'})
-    with live_server(create_app(Slow())) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+    with live_server(create_app(Slow(tiny_env))) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
         answer: list = []
         worker = threading.Thread(target=lambda: answer.append(
             httpx.post(srv.url + "/verify", json=verify_body(tiny_tasks[3], calls=[read] * 40), timeout=30)))

@@ -4,7 +4,8 @@ A session is one isolated episode. It answers a tool call two ways: `execute` gi
 (the value and its status: ok, rejected, error) and `call` the text the model sees. A session
 defines at least one of them; the other follows from it. Neither raises on model input. `aclose()`
 frees what the session holds outside the process (a remote session's server-side state): nothing
-for one in process. `problem` says why a session cannot run (a task row naming no scenario).
+for one in process. `problem` says why a session cannot run (a task row naming no scenario);
+`held_bytes()` what it holds in memory, when it knows.
 
 So the agent loop, the review queue and the server ask instead of probing with `getattr`.
 """
@@ -36,3 +37,8 @@ class BaseSession:
 
     async def aclose(self) -> None:
         """Free what the session holds outside this process (nothing here)."""
+
+    def held_bytes(self) -> int | None:
+        """An upper bound of the memory the session holds beyond what it shares (the server bounds
+        its sessions by it); None: not known."""
+        return None

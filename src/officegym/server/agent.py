@@ -13,8 +13,8 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from officegym.agent.loop import LoopConfig, rollout
+from officegym.core.environment import BaseEnvironment
 from officegym.core.policy import Completion, PolicyRequest, SamplingParams
-from officegym.core.protocols import Environment
 from officegym.core.rollout_row import make_row, officegym_record, response_of
 from officegym.server.config import MAX_RUN_STEPS, ServerConfig
 from officegym.server.protocol import BadRequest, detail, json_response, read_object, require
@@ -28,7 +28,7 @@ EVIDENCE_KEYS = ("verdict", "stop_reason", "turns", "call_status", "invalid_frag
 class SimpleAgent:
     """Plays episodes of `env` with a model server's policy; keeps one HTTP policy per server/model."""
 
-    def __init__(self, env: Environment, config: ServerConfig, counts: dict[str, int]):
+    def __init__(self, env: BaseEnvironment, config: ServerConfig, counts: dict[str, int]):
         self.env = env
         self.config = config
         self.counts = counts

@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +49,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import response_output
 from officegym.server.capture import DEFAULT_CAPTURE_WAIT_S
 from officegym.server.config import (
@@ -86,7 +85,6 @@ from officegym.server.protocol import (
     json_response,
 )
 from officegym.server.routes import ServerState, too_large
-from officegym.server.rows import env_modes
 from officegym.server.sessions import SessionStore
 
 # Names other modules and tests import from here (the app was one module before it was split).
@@ -100,7 +98,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    env: Environment,
+    env: BaseEnvironment,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -146,16 +144,11 @@ def create_app(
         raise ValueError("model_api must be 'chat' or 'responses'")
     if not 1 <= max_steps <= MAX_RUN_STEPS:
         raise ValueError(f"max_steps must be between 1 and {MAX_RUN_STEPS}")
-    modes = env_modes(env)
-    for given in (mode, getattr(env, "mode", None)):
+    modes = env.modes
+    for given in (mode, env.mode):
         if given is not None and modes and given not in modes:
             raise ValueError(f"unknown verification mode {given!r}; choose from {', '.join(modes)}")
-    # A cookie name is an RFC 6265 token: "roles/cost" must lose its slash.
-    # NeMo Gym names a session cookie "<resources-server class>___<name>"; an environment that NeMo
-    # Gym also serves names its class (the workplace: WorkbenchResourcesServer), so the cookie matches.
-    server_class = getattr(env, "nemo_gym_server", None) or "OfficegymResourcesServer"
-    default_cookie = f"{server_class}___" + re.sub(r"[^A-Za-z0-9_.-]", "_", env.name)
-    cookie = cookie_name or default_cookie
+    cookie = cookie_name or env.cookie_name()  # NeMo Gym's "<resources-server class>___<name>"
     config = ServerConfig(
         max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, evict_idle_s=evict_idle_s, max_body_bytes=max_body_bytes,
         max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,

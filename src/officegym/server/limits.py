@@ -14,7 +14,8 @@ the reference refuses no write, and the bytes held are what memory depends on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from officegym.core.session import BaseSession
 
 # What a session is weighed at before its first write when its environment cannot weigh it.
 FRESH_SESSION_BYTES = 1024
@@ -24,7 +25,7 @@ FRESH_SESSION_BYTES = 1024
 class Seeded:
     """A live session with the writes it made so far and what it holds."""
 
-    session: Any
+    session: BaseSession
     writes: int = 0
     write_bytes: int = 0
     held_bytes: int = FRESH_SESSION_BYTES
@@ -71,6 +72,6 @@ class WriteLimits:
 
 def weigh(seeded: Seeded) -> int:
     """What the session holds now (its environment's upper bound, else its write requests' bytes)."""
-    held = getattr(seeded.session, "held_bytes", None)
-    seeded.held_bytes = held() if callable(held) else FRESH_SESSION_BYTES + seeded.write_bytes
+    held = seeded.session.held_bytes()
+    seeded.held_bytes = held if held is not None else FRESH_SESSION_BYTES + seeded.write_bytes
     return seeded.held_bytes

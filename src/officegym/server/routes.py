@@ -12,7 +12,8 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
+from officegym.core.session import BaseSession
 from officegym.server.agent import SimpleAgent
 from officegym.server.capture import ROLLOUT_ID, CaptureBarrier
 from officegym.server.config import ServerConfig
@@ -65,7 +66,7 @@ def too_large(request: Request) -> Response:
 class ServerState:
     """The environment, its session store and request counts, with one handler per route."""
 
-    def __init__(self, env: Environment, config: ServerConfig, store: SessionStore):
+    def __init__(self, env: BaseEnvironment, config: ServerConfig, store: SessionStore):
         self.env = env
         self.config = config
         self.store = store
@@ -74,10 +75,9 @@ class ServerState:
         self.agent = SimpleAgent(env, config, self.counts)
         self._evictions_logged = 0
         self._logged_at: dict[str, float] = {}
-        declared = getattr(env, "write_tools", None)
         self.capture = CaptureBarrier(config.capture_dir, config.capture_wait_s) if config.capture_dir else None
         self.limits = WriteLimits(config.max_session_writes, config.max_session_write_bytes,
-                                  frozenset(declared) if declared else None, config.max_session_bytes)
+                                  frozenset(env.write_tools) if env.write_tools else None, config.max_session_bytes)
 
     # -- liveness and introspection
 
@@ -88,8 +88,8 @@ class ServerState:
         return json_response({
             "status": "ok",
             "environment": self.env.name,
-            "world": getattr(self.env, "world_path", None),
-            "mode": self.config.mode or getattr(self.env, "mode", None),
+            "world": self.env.world_path,
+            "mode": self.config.mode or self.env.mode,
             "uptime_s": round(time.time() - self.started, 3),
             "sessions": self.store.stats().to_dict(),
             "max_sessions": self.config.max_sessions,
@@ -102,7 +102,7 @@ class ServerState:
             "max_store_bytes": self.config.max_store_bytes,
             "max_verify_calls": self.config.max_verify_calls,
             "requests": dict(self.counts),
-            "write_tools": sorted(getattr(self.env, "write_tools", ()) or ()),
+            "write_tools": sorted(self.env.write_tools or ()),
             "cookie": self.config.cookie_name,
             "model_call_capture": self.capture.stats() if self.capture else None,
         })
@@ -116,7 +116,7 @@ class ServerState:
     # -- sessions
 
     async def seed_session(self, request: Request) -> Response:
-        from_row = getattr(self.env, "session_from_row", False)
+        from_row = self.env.session_from_row
         if request.scope.get(BODY_TOO_LARGE) and from_row:
             return too_large(request)
         # The reference validates the body, then ignores it; one too large to read is ignored unread.
@@ -160,7 +160,7 @@ class ServerState:
         log.warning(message, *args)
         return True
 
-    def _session_from_row(self, row: dict[str, Any]) -> Any:
+    def _session_from_row(self, row: dict[str, Any]) -> BaseSession:
         """The session of the task a row names, for environments whose episodes depend on the task
         (the role environments rebuild the scenario from the row's metadata); 422 when it names none."""
         if "responses_create_params" not in row:
@@ -168,9 +168,8 @@ class ServerState:
                                     "responses_create_params and metadata): the body has none", 422))
         check_params(require(row, "responses_create_params", dict, "dictionary"))
         session = self.env.session(task_from_row({**row, "response": None}))
-        problem = getattr(session, "problem", None)
-        if problem:
-            raise BadRequest(detail(problem, 422))
+        if session.problem:
+            raise BadRequest(detail(session.problem, 422))
         return session
 
     async def close_session(self, request: Request) -> Response:
@@ -219,17 +218,12 @@ class ServerState:
         if refusal is not None:
             self.counts["writes_refused"] += 1
             return Response(dumps({"output": refusal}), media_type="application/json", headers={STATUS_HEADER: "error"})
-        session = seeded.session
-        execute = getattr(session, "execute", None)
-        if execute is not None:
-            result = execute(name, arguments)
-            try:
-                text = result.text
-            except Exception:  # a value UTF-8 cannot hold (lone surrogates): render it readable
-                text = dumps({"output": result.value}).decode()
-            status = result.status
-        else:
-            text, status = session.call(name, arguments), "ok"
+        result = seeded.session.execute(name, arguments)
+        try:
+            text = result.text
+        except Exception:  # a value UTF-8 cannot hold (lone surrogates): render it readable
+            text = dumps({"output": result.value}).decode()
+        status = result.status
         self.limits.record(seeded, name, size, status)
         if self.limits.is_write(name):
             self.store.charge(session_id(request), seeded.held_bytes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from officegym.core.protocols import Environment
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow, task_row
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.toolcalls import ToolCallParseError
@@ -20,18 +20,12 @@ TASK_ECHO = ("ground_truth", "id", "category", "environment_name")
 MAX_ROW_DEPTH = 100
 
 
-def env_modes(env: Environment) -> tuple[str, ...]:
-    """The verification modes `env` offers (empty when it names none)."""
-    modes = getattr(env, "modes", ())  # a BaseEnvironment's; the protocol alone names none
-    return tuple(modes) if isinstance(modes, tuple | list) and all(isinstance(m, str) for m in modes) else ()
-
-
-def resolve_mode(env: Environment, default: str | None, requested: Any) -> str | None:
+def resolve_mode(env: BaseEnvironment, default: str | None, requested: Any) -> str | None:
     """The verification mode a request asks for (else the server's default); 422 for an unknown one."""
     mode = requested if requested is not None else default
     if mode is None:
         return None
-    modes = env_modes(env)
+    modes = env.modes
     if not isinstance(mode, str) or (modes and mode not in modes):
         raise BadRequest(detail(f"unknown verification mode {mode!r}; choose from {', '.join(modes)}", 422))
     return mode
