@@ -60,10 +60,7 @@ ENVIRONMENT_PACKAGES = ("officegym.envs.roles", "officegym.envs.workplace")
 # The files that still import an environment package directly, and why. It only shrinks: a file
 # that stops importing one must leave it (the check below says so).
 DIRECT_ENVIRONMENT_IMPORTS = {
-    "agent/council.py": "the council runs report CouncilState and Grade, and build CouncilEnvironment",
-    "agent/council_seats.py": "the council's scripted seats judge plans with council_model (not yet pure functions in envs/roles)",
-    "agent/council_run.py": "checks a run's seat names against the council's SEATS",
-    "train/council_rollouts.py": "checks the trained seats against the council's SEATS",
+    "agent/council.py": "the council runs report CouncilState and Grade, play a CouncilEpisode and check seat names",
     "train/sft_data.py": "council SFT rows carry each seat's tool specs (council_episode.seat_specs)",
     "review/council.py": "council items replay acts into a CouncilState and regrade it (no environment hook yet)",
     "review/council_view.py": "the council item page shows seat specs and plan figures (council_model.evaluate)",
@@ -72,7 +69,6 @@ DIRECT_ENVIRONMENT_IMPORTS = {
     "server/client.py": "the remote client words an invalid-JSON result as the workplace session does",
     "server/serve.py": "serves the workplace with NeMo Gym's reference-compat settings (WorkplaceEnvironment)",
     "pipeline/reference_set.py": "finds the reference data set shipped with the workplace environment",
-    "cli/council.py": "`officegym council` builds CouncilEnvironment",
     "cli/eval.py": "`officegym tools`/`tool` list the workplace's specs; `officegym verify` checks workplace rollouts",
     "cli/generate.py": "`officegym generate world` runs the workplace's world generator and writer",
     "cli/worlds.py": "names a workplace world folder by its world id",

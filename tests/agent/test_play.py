@@ -8,7 +8,6 @@ from collections.abc import Mapping
 import pytest
 
 from officegym.agent.council import CouncilConfig, Seating, play_council
-from officegym.agent.council_seats import team_of
 from officegym.agent.loop import INVALID_CALL_HINT, LoopConfig, play, submitter
 from officegym.core.environment import EnvironmentSetupError
 from officegym.core.episode import Episode
@@ -163,7 +162,7 @@ def test_the_council_plays_through_the_one_loop():
     assert isinstance(episode, Episode) and episode.seats == env.seats
 
     async def main():
-        seating = Seating(team_of(), config)
+        seating = Seating({}, config)
         try:
             return await play_council(task, seating, config, env)
         finally:

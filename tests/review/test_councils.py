@@ -12,7 +12,7 @@ import pytest
 
 from officegym.agent.council import CouncilConfig
 from officegym.agent.council_run import COUNCILS, record_settings, run_council_folder
-from officegym.agent.council_seats import GreedyMediator, GreedyMember, team_of
+from officegym.agent.council_seats import scripted_seat
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow
 from officegym.review.actions import apply_action, correction_text
@@ -42,8 +42,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     a greedy cost member (who judges plans on the budget alone)."""
     root = tmp_path_factory.mktemp("councils")
     return {
-        "scripted": _run(root / "scripted", team_of(), {}),
-        "greedy": _run(root / "greedy", team_of(GreedyMediator(4), cost=GreedyMember("cost")),
+        "scripted": _run(root / "scripted", {}, {}),
+        "greedy": _run(root / "greedy", {"reconcile": scripted_seat("reconcile", "greedy", 4), "cost": scripted_seat("cost", "greedy")},
                        {"reconcile": "greedy", "cost": "greedy"}),
     }
 

@@ -7,9 +7,10 @@ import asyncio
 import pytest
 
 from officegym.agent.council import CouncilConfig, run_council, run_councils
-from officegym.agent.council_seats import GreedyMediator, ScriptedMember, team_of
+from officegym.agent.council_seats import scripted_seat
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
+from officegym.envs.roles.council_seats import agreed
 from officegym.envs.roles.council_state import CouncilState, score_council
 
 
@@ -19,7 +20,7 @@ def council_tasks(envs):
 
 
 def test_scripted_council_reaches_the_full_information_optimum(council_tasks):
-    outcomes = asyncio.run(run_councils(council_tasks, team_of()))
+    outcomes = asyncio.run(run_councils(council_tasks, {}))
     for task, out in zip(council_tasks, outcomes):
         assert out.reward == 1.0, out.grade
         if task.metadata["infeasible"]:
@@ -36,7 +37,7 @@ def test_scripted_council_reaches_the_full_information_optimum(council_tasks):
 
 
 def test_greedy_mediator_scores_less_than_the_scripted_one(council_tasks):
-    greedy = asyncio.run(run_councils(council_tasks, team_of(GreedyMediator())))
+    greedy = asyncio.run(run_councils(council_tasks, {"reconcile": scripted_seat("reconcile", "greedy")}))
     mean = sum(o.reward for o in greedy) / len(greedy)
     assert mean < 0.8
     labels = {o.grade.label for o in greedy}
@@ -44,7 +45,7 @@ def test_greedy_mediator_scores_less_than_the_scripted_one(council_tasks):
 
 
 def test_a_member_that_shares_nothing_stalls_the_council(council_tasks):
-    seats = team_of(cto=ScriptedMember("cto", share=False))
+    seats = {"cto": scripted_seat("cto", "silent")}
     out = asyncio.run(run_council(council_tasks[0], seats, CouncilConfig(max_rounds=3)))
     assert out.reward == 0.0 and out.grade.label == "no_commit" and out.state.rounds == 3
 
@@ -69,8 +70,8 @@ class Obstructor(Policy):
 
 def test_false_objections_cost_the_objector_and_block_consensus(council_tasks):
     task = next(t for t in council_tasks if not t.metadata["infeasible"])
-    honest = asyncio.run(run_council(task, team_of()))
-    out = asyncio.run(run_council(task, team_of(cost=Obstructor())))
+    honest = asyncio.run(run_council(task, {}))
+    out = asyncio.run(run_council(task, {"cost": Obstructor()}))
     false = sum(1 for o in out.state.objections if o.seat == "cost")
     assert false >= 1
     assert out.grade.components["credit/cost"] == pytest.approx(honest.grade.components["credit/cost"] - 0.05 * false)
@@ -178,7 +179,6 @@ def test_mediator_environment_counts_proposal_rounds(envs):
 
 def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
     from officegym.agent.council import run_council_file
-    from officegym.agent.council_seats import scripted_seat
 
     out = tmp_path / "councils.jsonl"
     seats = {"reconcile": scripted_seat("reconcile", "greedy")}
@@ -191,7 +191,7 @@ def test_council_file_appends_rows_and_resumes(council_tasks, tmp_path):
     assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in council_tasks[:5])
     assert len(out.read_text().splitlines()) == 5 and sum(seen) == 5
     assert rows[0]["seats"]["reconcile"] == "greedy-mediator" and rows[0]["trajectories"]["cto"]["turns"]
-    assert scripted_seat("cto", "greedy").name == "greedy-cto" and scripted_seat("risk", "silent").share is False
+    assert scripted_seat("cto", "greedy").name == "greedy-cto" and scripted_seat("risk", "silent").name == "silent-risk"
     assert scripted_seat("reconcile", "silent") is None and scripted_seat("cto", "hf:model") is None
 
 
@@ -218,7 +218,7 @@ def test_a_proposal_returns_its_tco_from_the_shared_prices_and_committing_it_pas
 
 
 def test_the_scripted_mediator_commits_the_figure_its_proposal_returned(council_tasks):
-    outcomes = asyncio.run(run_councils(council_tasks[:12], team_of()))
+    outcomes = asyncio.run(run_councils(council_tasks[:12], {}))
     checked = 0
     for out in outcomes:
         if out.state.outcome is None or out.state.outcome[0] != "commit":
@@ -236,9 +236,9 @@ def test_a_scripted_mediator_claims_the_figure_the_proposal_event_carries():
     proposals = {"p1": {"db": "db.a"}}
     responses = {"p1": {"cto": "accept", "cost": "accept", "risk": "accept"}}
     shown = [{"act": "propose", "seat": "reconcile", "plan_id": "p1", "selection": {"db": "db.a"}, "tco_12m_usd": 4321}]
-    done = GreedyMediator()._commit_if_agreed(facts, proposals, responses, ["p1"], shown)
+    done = agreed(facts, proposals, responses, ["p1"], shown)
     assert done is not None and done.tool_calls[0].arguments == {"plan_id": "p1", "claimed_tco": 4321}
     shown[0]["tco_12m_usd"] = None
-    done = GreedyMediator()._commit_if_agreed(facts, proposals, responses, ["p1"], shown)
+    done = agreed(facts, proposals, responses, ["p1"], shown)
     assert done.tool_calls[0].arguments["claimed_tco"] == 1200
-    assert GreedyMediator()._commit_if_agreed(facts, proposals, {"p1": {"cto": "accept"}}, ["p1"], shown) is None
+    assert agreed(facts, proposals, {"p1": {"cto": "accept"}}, ["p1"], shown) is None

@@ -9,8 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from officegym.agent.council import CouncilConfig, run_councils
-from officegym.agent.council_seats import RecoveringMediator, by_price, scripted_seat, team_of
+from officegym.agent.council_seats import scripted_seat
 from officegym.core.registry import make
+from officegym.envs.roles.council_seats import by_price, prices
 from officegym.train.config import CouncilTrainConfig
 from officegym.train.sft_data import BuildReport, council_conversations
 
@@ -22,8 +23,8 @@ def tasks():
 
 def test_the_recovering_mediator_opens_cheap_and_commits_only_what_everyone_accepted(tasks):
     env = make("roles/council")
-    scripted = asyncio.run(run_councils(tasks, team_of(), CouncilConfig(max_rounds=4)))
-    recovering = asyncio.run(run_councils(tasks, team_of(RecoveringMediator()), CouncilConfig(max_rounds=4)))
+    scripted = asyncio.run(run_councils(tasks, {}, CouncilConfig(max_rounds=4)))
+    recovering = asyncio.run(run_councils(tasks, {"reconcile": scripted_seat("reconcile", "recovering")}, CouncilConfig(max_rounds=4)))
     recovered = 0
     for task, base, out in zip(tasks, scripted, recovering):
         assert out.state.outcome is not None and out.state.outcome[0] == base.state.outcome[0]
@@ -45,7 +46,7 @@ def test_the_recovering_mediator_opens_cheap_and_commits_only_what_everyone_acce
                       for f in e["facts"]]
             comps = env.scenario(task).public["components"]
             assert tuple(mine[0]["selection"][c["component"]] for c in comps) == by_price(
-                comps, RecoveringMediator._prices(shared))[0]
+                comps, prices(shared))[0]
             assert out.reward < 1.0 and out.reward >= 0.95  # one extra round, nothing else lost
         else:
             assert len(mine) == 1 and out.reward == 1.0
@@ -81,5 +82,5 @@ def test_teachers_are_checked():
         CouncilTrainConfig(teachers=["greedy-ish"])
     with pytest.raises(ValidationError, match="mediator"):
         CouncilTrainConfig(train_seats=["cto"], teachers=["recovering"])
-    assert scripted_seat("cto", "recovering") is None and isinstance(scripted_seat("reconcile", "recovering"),
-                                                                      RecoveringMediator)
+    assert scripted_seat("cto", "recovering") is None
+    assert scripted_seat("reconcile", "recovering").name == "recovering-mediator"

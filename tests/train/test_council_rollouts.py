@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from officegym.agent.council_seats import ScriptedMediator, ScriptedMember
+from officegym.agent.council_seats import scripted_seat
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.registry import make
 from officegym.train.council_rollouts import CouncilSetupError, council_metrics, fixed_seats, play_councils
@@ -31,7 +31,7 @@ class Counting(Policy):
 def test_trained_seats_get_their_own_turns_and_the_team_reward(env):
     tasks = env.generate_tasks(4, 11)
     jobs = [(t, k) for t in tasks for k in range(2)]
-    policy = Counting(ScriptedMediator())
+    policy = Counting(scripted_seat("reconcile", "scripted"))
     fixed = fixed_seats(["reconcile"], {"cost": "greedy"}, max_rounds=4)
     assert fixed["cost"].name == "greedy-cost" and fixed["cto"].name == "scripted-cto"
     trajs, outcomes = play_councils(env, jobs, policy, ["reconcile"], fixed, SamplingParams(), 4)
@@ -55,7 +55,7 @@ def test_self_play_gives_every_trained_seat_a_trajectory(env):
         name = "members"
 
         def __init__(self):
-            self.seats = {s: ScriptedMember(s) for s in ("cto", "risk")}
+            self.seats = {s: scripted_seat(s, "scripted") for s in ("cto", "risk")}
 
         async def complete(self, requests, params):
             out = []

@@ -2,7 +2,8 @@
 
 `run_council` plays a roles/council task's episode (envs/roles/council_episode.py) with
 `agent.loop.play`, each seat's turns sent to its policy (seats sharing a policy object are batched
-together, across councils too); seats left out are scripted (agent/council_seats.py).
+together, across councils too); seats left out are scripted (agent/council_seats.py asks the
+environment for their turns).
 `run_council_file` runs many into a resumable JSONL file; `summarize_councils` gives the team
 figures.
 """
@@ -18,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.batching import Batcher
-from officegym.agent.council_seats import ScriptedMediator, ScriptedMember
+from officegym.agent.council_seats import COUNCIL, scripted_seat
 from officegym.agent.loop import LoopConfig, Submit, play, submitter
+from officegym.core import registry
+from officegym.core.environment import BaseEnvironment
 from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
 from officegym.core.types import Verdict
 from officegym.envs.roles.base import Grade
-from officegym.envs.roles.council import CouncilEnvironment
 from officegym.envs.roles.council_episode import DEFAULT_ROUNDS, CouncilEpisode
 from officegym.envs.roles.council_model import MEDIATOR, SEATS
 from officegym.envs.roles.council_state import CouncilState
@@ -57,7 +59,9 @@ class CouncilOutcome:
 
 def full_seats(seats: Mapping[str, Policy]) -> dict[str, Policy]:
     """`seats` with the missing ones scripted."""
-    return {s: seats.get(s) or (ScriptedMediator() if s == MEDIATOR else ScriptedMember(s)) for s in SEATS}
+    env = registry.make(COUNCIL)
+    made = {s: seats.get(s) or scripted_seat(s, "scripted", env=env) for s in SEATS}
+    return {s: p for s, p in made.items() if p is not None}  # "scripted" sits at every seat
 
 
 def _name(policy: Policy) -> str:
@@ -86,7 +90,7 @@ class Seating:
             await batcher.close()
 
 
-async def play_council(task: Task, seating: Seating, config: CouncilConfig, env: CouncilEnvironment) -> CouncilOutcome:
+async def play_council(task: Task, seating: Seating, config: CouncilConfig, env: BaseEnvironment) -> CouncilOutcome:
     """One council over `task` through the agent loop."""
     start = time.perf_counter()
     episode = env.episode(task, max_rounds=config.max_rounds)
@@ -99,12 +103,12 @@ async def play_council(task: Task, seating: Seating, config: CouncilConfig, env:
 
 
 async def run_council(task: Task, seats: Mapping[str, Policy], config: CouncilConfig | None = None,
-                      env: CouncilEnvironment | None = None) -> CouncilOutcome:
+                      env: BaseEnvironment | None = None) -> CouncilOutcome:
     """One council over `task` (a roles/council task). Seats missing from `seats` are scripted."""
     config = config or CouncilConfig()
     seating = Seating(seats, config)
     try:
-        return await play_council(task, seating, config, env or CouncilEnvironment())
+        return await play_council(task, seating, config, env or registry.make(COUNCIL))
     finally:
         await seating.close()
 
@@ -114,7 +118,7 @@ async def run_councils(tasks: Sequence[Task], seats: Mapping[str, Policy], confi
     """Many councils concurrently (results in task order)."""
     config = config or CouncilConfig()
     gate = asyncio.Semaphore(max(1, concurrency))
-    env = CouncilEnvironment()
+    env = registry.make(COUNCIL)
     seating = Seating(seats, config)
 
     async def one(task: Task) -> CouncilOutcome:
@@ -160,7 +164,7 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
 
     async def main() -> None:
         gate = asyncio.Semaphore(max(1, concurrency))
-        env = CouncilEnvironment()
+        env = registry.make(COUNCIL)
         seating = Seating(seats, config)
         with open(out, "a", encoding="utf-8") as fh:
 

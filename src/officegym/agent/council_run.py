@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.council import CouncilConfig, run_council_file, summarize_councils
-from officegym.agent.council_seats import scripted_seat
+from officegym.agent.council_seats import COUNCIL, scripted_seat
 from officegym.agent.policies import PolicySpec
+from officegym.core import registry
 from officegym.core.files import atomic_write
 from officegym.core.policy import Policy
 from officegym.core.task import Task
-from officegym.envs.roles.council_model import SEATS
 
 COUNCILS = "councils.jsonl"
 SUMMARY = "summary.json"
@@ -31,16 +31,17 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def seat_policies(specs: Mapping[str, str], max_rounds: int, make_model: Callable[[str, str], Policy],
-                  seats: Sequence[str] = SEATS) -> dict[str, Policy]:
-    """A policy for each of `seats` from {seat: spec} (seats left out are scripted): scripted ones
-    built for their seat, model ones made by `make_model(seat, spec)` once per spec and shared by the
-    seats naming it (so their requests are batched together). A spec that cannot sit at its seat
+                  seats: Sequence[str] | None = None) -> dict[str, Policy]:
+    """A policy for each of `seats` (the council's by default) from {seat: spec} (seats left out are
+    scripted): scripted ones built for their seat, model ones made by `make_model(seat, spec)` once
+    per spec and shared by the seats naming it (so their requests are batched together). A spec that cannot sit at its seat
     raises CouncilRunError."""
+    env = registry.make(COUNCIL)
     models: dict[str, Policy] = {}
     out: dict[str, Policy] = {}
-    for seat in seats:
+    for seat in env.seats if seats is None else seats:
         spec = specs.get(seat, "scripted")
-        made = scripted_seat(seat, spec, max_rounds)
+        made = scripted_seat(seat, spec, max_rounds, env)
         if made is None:
             if PolicySpec(spec).kind in ("role-random", "silent"):
                 raise CouncilRunError(f"{spec!r} cannot sit at {seat}; use scripted, oracle, greedy, silent (members), "

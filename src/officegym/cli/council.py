@@ -42,16 +42,17 @@ def council(
         run_council_folder,
         seat_policies,
     )
+    from officegym.agent.council_seats import COUNCIL
     from officegym.agent.policies import PolicySpecError, make_policy
+    from officegym.core import registry
     from officegym.core.policy import SamplingParams
-    from officegym.envs.roles.council import CouncilEnvironment
     from officegym.progress import progress
 
     try:
         specs = parse_seats(seats)
     except ValueError as exc:
         fail(f"--seats: {exc}")
-    env = CouncilEnvironment()
+    env = registry.make(COUNCIL)
     if tasks is not None:
         task_list = read_task_file(tasks)
         wrong = sorted({t.environment_name for t in task_list} - {env.name})

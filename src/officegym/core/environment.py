@@ -19,7 +19,9 @@ caller probes attributes with `getattr` or compares environment names:
 - `seats` and `episode(task, max_rounds=)`: a multi-agent environment names its seats and builds
   the episode (core/episode.py) that the agent loop plays, every seat with its own policy;
 - `baselines` and `baseline_turn(kind, request, seed)`: the scripted baselines (policy specs such as
-  `greedy`) it plays, turn by turn; agent/baseline_policy.py is the policy that asks.
+  `greedy`) it plays, turn by turn; agent/baseline_policy.py is the policy that asks;
+- `seat_baseline(seat, kind)` and `seat_turn(seat, kind, request, max_rounds)`: the scripted policies
+  a multi-agent environment's seats may be given (agent/council_seats.py asks).
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
@@ -117,6 +119,18 @@ class BaseEnvironment:
         `request`, which names its task; `seed` seeds a random one."""
         raise EnvironmentSetupError(f"{self.name} plays no scripted baseline {kind!r}")
 
+    def seat_baseline(self, seat: str, kind: str) -> str | None:
+        """How runs name the scripted policy `kind` at `seat` (one of `seats`), or None when no
+        scripted `kind` sits there; a ValueError names a seat the environment does not have."""
+        if seat not in self.seats:
+            raise ValueError(f"unknown seat {seat!r}; the seats are {', '.join(self.seats) or 'none'}")
+        return None
+
+    def seat_turn(self, seat: str, kind: str, request: PolicyRequest, max_rounds: int | None = None) -> Completion:
+        """The next turn of the scripted `kind` at `seat` (one `seat_baseline` names) in the
+        conversation of `request`, in an episode of at most `max_rounds` rounds."""
+        raise EnvironmentSetupError(f"{self.name} has no scripted {kind!r} seat at {seat!r}")
+
     # -- what callers compare and serve
     def state_fingerprint(self, session: Any) -> str | None:
         """A strict fingerprint (JSON text) of the state `session` holds now; None when the state
@@ -191,6 +205,12 @@ class EnvironmentWrapper(BaseEnvironment):
 
     def baseline_turn(self, kind: str, request: PolicyRequest, seed: int = 0) -> Completion:
         return self.env.baseline_turn(kind, request, seed)
+
+    def seat_baseline(self, seat: str, kind: str) -> str | None:
+        return self.env.seat_baseline(seat, kind)
+
+    def seat_turn(self, seat: str, kind: str, request: PolicyRequest, max_rounds: int | None = None) -> Completion:
+        return self.env.seat_turn(seat, kind, request, max_rounds)
 
     def state_fingerprint(self, session: Any) -> str | None:
         return self.env.state_fingerprint(session)

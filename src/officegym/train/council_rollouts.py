@@ -18,10 +18,11 @@ from typing import Any
 
 from officegym.agent.council import CouncilConfig, CouncilOutcome, Seating, play_council
 from officegym.agent.council_run import CouncilRunError, seat_policies
+from officegym.agent.council_seats import COUNCIL
+from officegym.core import registry
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
-from officegym.envs.roles.council_model import SEATS
 
 
 class CouncilSetupError(ValueError):
@@ -33,9 +34,10 @@ def fixed_seats(trained: Sequence[str], others: Mapping[str, str], max_rounds: i
     """The policies of the seats not trained: scripted by default, else the spec `others` names
     (built as `officegym council` builds its seats: agent/council_run.seat_policies; a model spec by
     `make_model(spec)`, once per spec)."""
-    unknown = sorted((set(trained) | set(others)) - set(SEATS))
+    seats = registry.make(COUNCIL).seats
+    unknown = sorted((set(trained) | set(others)) - set(seats))
     if unknown:
-        raise CouncilSetupError(f"unknown seat(s) {', '.join(unknown)}; the seats are {', '.join(SEATS)}")
+        raise CouncilSetupError(f"unknown seat(s) {', '.join(unknown)}; the seats are {', '.join(seats)}")
     if not trained:
         raise CouncilSetupError("council training needs at least one trained seat (council.train_seats)")
     both = sorted(set(trained) & set(others))
@@ -47,7 +49,7 @@ def fixed_seats(trained: Sequence[str], others: Mapping[str, str], max_rounds: i
             raise CouncilSetupError(f"{spec!r} cannot sit at {seat}: only scripted seats here")
         return make_model(spec)
 
-    fixed = {seat: others.get(seat, "scripted") for seat in SEATS if seat not in trained}
+    fixed = {seat: others.get(seat, "scripted") for seat in seats if seat not in trained}
     try:
         return seat_policies(fixed, max_rounds, model, seats=tuple(fixed))
     except CouncilRunError as exc:

@@ -5,7 +5,7 @@ council_state.py).
 `CouncilEnvironment` is the single-agent form (`roles/council`): the model is the mediator and the
 other seats are truthful scripted members (`member_review`), so the agent loop and trainer run it
 unchanged. `CouncilEnvironment.episode` (council_episode.py) gives every seat its own policy: the
-agent loop plays all four.
+agent loop plays all four; `seat_turn` plays the scripted seats (council_seats.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from officegym.core.episode import Episode
+from officegym.core.policy import Completion, PolicyRequest
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolResult, ToolSpec
+from officegym.envs.roles import council_seats
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
@@ -165,3 +167,12 @@ class CouncilEnvironment(RoleEnvironment):
     def episode(self, task: Task, *, max_rounds: int | None = None) -> Episode:
         """The council over `task` with every seat played by its own policy (a CouncilEpisode)."""
         return CouncilEpisode(task, self.scenario(task), max_rounds or DEFAULT_ROUNDS)
+
+    def seat_baseline(self, seat: str, kind: str) -> str | None:
+        return council_seats.seat_baseline_name(seat, kind)
+
+    def seat_turn(self, seat: str, kind: str, request: PolicyRequest, max_rounds: int | None = None) -> Completion:
+        if request.task is None:
+            raise ValueError("scripted council seats need the task")
+        return council_seats.seat_turn(self.scenario(request.task), seat, kind, request.messages, request.turn,
+                                       max_rounds or DEFAULT_ROUNDS)

@@ -4,7 +4,7 @@ A round: the three members act on the same snapshot of the council, then the med
 are tool calls checked against a shared `CouncilState`; each seat sees the others' acts as JSON
 lines in its next user message. The episode ends at the mediator's commit or escalation, or after
 `max_rounds`; `score_council` gives the team reward and each seat's credit. The agent loop
-(agent/loop.py `play`) drives it; the seats' scripted policies live in agent/council_seats.py.
+(agent/loop.py `play`) drives it; the seats' scripted turns are council_seats.py's.
 """
 
 from __future__ import annotations
