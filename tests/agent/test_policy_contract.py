@@ -16,7 +16,7 @@ from officegym.agent.policies import BACKENDS, Backend, PolicySpec, PolicySpecEr
 from officegym.agent.ray_workers import runs_a_model
 from officegym.cli import app
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
-from officegym.pipeline.run import _policy_spec
+from officegym.pipeline.evaluation import policy_spec
 
 BUILT: list[Replay] = []
 
@@ -63,7 +63,7 @@ def test_a_new_backend_is_one_class_and_one_table_entry(reference_dir, tmp_path,
     (policy,) = BUILT
     assert policy.stats["calls"] >= 2 and policy.closed >= 1  # answered turns; closed by the one lifecycle
     # the pipeline passes a scripted spec through as it is, as it does the built-in ones
-    assert _policy_spec("replay:x", "hf") == "replay:x" and _policy_spec("oracle", "vllm") == "oracle"
+    assert policy_spec("replay:x", "hf") == "replay:x" and policy_spec("oracle", "vllm") == "oracle"
 
 
 def test_specs_are_parsed_by_the_table():
@@ -72,7 +72,7 @@ def test_specs_are_parsed_by_the_table():
     for spec, loads in (("hf:x", True), ("vllm:y", True), ("smollm2-135m", True), ("openai:m", False), ("oracle", False),
                         ("role-random:2", False), ("nosuch", False)):
         assert PolicySpec(spec).loads_model is loads and runs_a_model(spec) is loads
-    assert _policy_spec("smollm2-135m", "vllm") == "vllm:smollm2-135m" and _policy_spec("/m", "hf") == "hf:/m"
+    assert policy_spec("smollm2-135m", "vllm") == "vllm:smollm2-135m" and policy_spec("/m", "hf") == "hf:/m"
     assert usage() == ("oracle, noop, random[:SEED], greedy, rule, role-random[:SEED], openai:MODEL, "
                        "openai-responses:MODEL, hf:PATH_OR_ID, smollm2-135m or vllm:MODEL")
     try:

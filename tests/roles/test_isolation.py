@@ -224,7 +224,7 @@ def test_the_pipeline_baselines_stage_finishes_when_the_scorer_raises_on_one_tas
     console = Console()
     pipeline = Pipeline(cfg, console)
     pipeline.run()  # the tasks, then every baseline scored: a first, clean run
-    tasks = pipeline._eval_tasks()
+    tasks = pipeline.eval_tasks()
     bad_seed, real = tasks[3].metadata["scenario"]["seed"], reconcile.grade
     monkeypatch.setattr(ReconcileEnvironment, "grader", staticmethod(grade))
     for spec in pipeline.baseline_specs():

@@ -167,17 +167,17 @@ def test_an_interrupted_stage_keeps_its_time_and_the_resumed_run_adds_to_it(tmp_
     clock = iter([100.0, 130.0, 200.0, 210.0, 300.0, 305.0])
     monkeypatch.setattr("officegym.pipeline.run.time.perf_counter", lambda: next(clock))
 
-    def interrupted():
+    def interrupted(ctx):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipe, "_world", interrupted)
+    monkeypatch.setattr("officegym.pipeline.world_tasks.world", interrupted)
     with pytest.raises(KeyboardInterrupt):
         pipe.run()
     assert json.loads((out / "timings.json").read_text()) == {"world": 30.0}
     (out / "timings.json").write_text(json.dumps({"world": 30.0, "tasks": "garbage"}))
     resumed = Pipeline(_cfg(out, "unused", "stages=[world, tasks]"))
-    monkeypatch.setattr(resumed, "_world", lambda: None)
-    monkeypatch.setattr(resumed, "_tasks", lambda: None)
+    monkeypatch.setattr("officegym.pipeline.world_tasks.world", lambda ctx: None)
+    monkeypatch.setattr("officegym.pipeline.world_tasks.tasks", lambda ctx: None)
     resumed.run()
     assert json.loads((out / "timings.json").read_text()) == {"world": 40.0, "tasks": 5.0}
 
@@ -284,7 +284,7 @@ def test_eval_base_can_take_fewer_tasks_and_is_compared_on_the_tasks_both_ran(tm
     Pipeline(cfg).run()
     assert json.loads((out / "eval_base" / "metrics.json").read_text())["tasks"] == 2
     pipe = Pipeline(cfg)
-    assert len(pipe._eval_tasks("eval_sft")) == 6 and len(pipe._eval_tasks("eval_base")) == 2
+    assert len(pipe.eval_tasks("eval_sft")) == 6 and len(pipe.eval_tasks("eval_base")) == 2
 
 
 def test_eval_base_sees_the_prompts_training_will_give_the_base_model(tmp_path, tiny_model_dir, monkeypatch):

@@ -18,6 +18,7 @@ from officegym.pipeline import (
     PipelineError,
     load_pipeline_config,
 )
+from officegym.pipeline.training import train_data
 from officegym.train.config import build_config, merge_sections
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,9 +185,9 @@ def test_the_workplace_keeps_its_stages_and_the_world(tmp_path):
     pipe = Pipeline(build_config(PipelineConfig, {"out_dir": str(tmp_path)}, []))
     assert pipe.env_name == "workplace_assistant" and pipe.takes_world
     assert pipe.baseline_specs() == [] and pipe.sft_source() == "ground_truth"
-    assert pipe._train_data()["world"] == str(tmp_path / "world")
+    assert train_data(pipe)["world"] == str(tmp_path / "world")
     role = Pipeline(_cfg(tmp_path, "unused"))
-    assert not role.takes_world and role.sft_source() == "oracle" and role._train_data()["world"] is None
+    assert not role.takes_world and role.sft_source() == "oracle" and train_data(role)["world"] is None
     assert Pipeline(_cfg(tmp_path, "unused", "sft_data=ground_truth")).sft_source() == "ground_truth"
 
 
@@ -236,8 +237,8 @@ def test_the_role_configs_load_and_their_sections_build(tmp_path, role):
     # a brief in prose (every role): the strongest fixed rule parses it; the others' greedy
     expected = {"rule", "oracle"} if role in PROSE_ROLES else {"greedy", "oracle"}
     assert expected <= set(pipe.baseline_specs()) and cfg.eval.backend == "vllm"
-    sft = build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
-    grpo = build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path), "data": pipe._train_data()}))
+    sft = build_config(SFTRunConfig, merge_sections(cfg.sft, {"out_dir": str(tmp_path), "data": train_data(pipe)}))
+    grpo = build_config(GRPORunConfig, merge_sections(cfg.grpo, {"out_dir": str(tmp_path), "data": train_data(pipe)}))
     assert sft.lora.enabled and grpo.lora.enabled and grpo.backend == "vllm" and grpo.grpo.reward == "outcome"
     # episodes as long as the evaluation's: a brief in prose takes three turns (the documents, the
     # solver, the answer that copies its result); the others the calculator, then the answer

@@ -11,6 +11,7 @@ import pytest
 from officegym.core.rollout_row import RolloutRow
 from officegym.pipeline import Pipeline, PipelineConfig
 from officegym.pipeline.report_subsets import subset_rows, subset_tests
+from officegym.pipeline.training import train_data
 from officegym.train.config import build_config
 
 TEMPLATES = ["email.send_to_address", "email.send_to_person", "email.delete_last_from", "calendar.cancel_next_with",
@@ -102,14 +103,14 @@ def test_the_gpu_variant_takes_any_hf_path_and_keeps_the_cpu_recipes_subsets():
         assert getattr(gpu.tasks, key) == getattr(cpu.tasks, key)
     assert cpu.tasks.tools == "mixed" and cpu.tasks.wordings == "composed" and cpu.eval.per_subset
     # SFT on the CPU sees domain prompts only (half the cost a step); on a GPU the rows' own mix
-    assert Pipeline(cpu)._train_data(section=cpu.sft)["tools"] == "domain"
-    assert Pipeline(gpu)._train_data(section=gpu.sft)["tools"] == "all"
+    assert train_data(Pipeline(cpu), section=cpu.sft)["tools"] == "domain"
+    assert train_data(Pipeline(gpu), section=gpu.sft)["tools"] == "all"
 
 
 def test_a_mixed_dataset_keeps_each_rows_tools_unless_a_stage_asks_for_domain_prompts(tmp_path):
     cfg = _config(tmp_path / "run")
-    assert Pipeline(cfg)._train_data(section=cfg.sft)["tools"] == "all"  # the rows' own tool lists
+    assert train_data(Pipeline(cfg), section=cfg.sft)["tools"] == "all"  # the rows' own tool lists
     cfg.sft = {"data": {"tools": "domain"}}
     pipe = Pipeline(cfg)
-    assert pipe._train_data(section=cfg.sft)["tools"] == "domain"
-    assert pipe._train_data(section=cfg.grpo)["tools"] == "all"
+    assert train_data(pipe, section=cfg.sft)["tools"] == "domain"
+    assert train_data(pipe, section=cfg.grpo)["tools"] == "all"

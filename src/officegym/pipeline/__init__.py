@@ -2,9 +2,11 @@
 report in one resumable run folder, for the workplace or any environment that generates its own
 tasks (`env: roles/cost`, configs/roles_*.yaml).
 
-config.py holds the config and the stages' order, run.py the `Pipeline` that runs them, review.py
-the optional active-learning rounds and report.py the run's report. Imports point one way:
-run -> review -> config and run -> report (which imports neither).
+config.py holds the config and the stages' order, run.py the `Pipeline` that runs them (their order,
+resume, records), context.py the `RunContext` the stages are functions over (a Pipeline is one),
+world_tasks.py, evaluation.py and training.py the stages' bodies, review.py the optional
+active-learning rounds and report.py the run's report. Imports point one way: run -> the stages ->
+context -> config, run -> review -> config and run -> report (which imports neither).
 """
 
 from __future__ import annotations
