@@ -32,7 +32,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from officegym.agent.council import CouncilConfig, run_councils, summarize_councils
+from officegym.agent.council import CouncilConfig, run_councils
+from officegym.agent.council_file import summarize_councils
 from officegym.agent.council_seats import scripted_seat
 from officegym.agent.policies import make_policy
 from officegym.core.policy import SamplingParams

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from officegym.agent.council import CouncilConfig
-from officegym.agent.council_run import COUNCILS, record_settings, run_council_folder
+from officegym.agent.council_file import COUNCILS, record_settings
+from officegym.agent.council_run import run_council_folder
 from officegym.agent.council_seats import scripted_seat
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from officegym.agent.council import CouncilConfig, outcome_row, run_councils
+from officegym.agent.council import CouncilConfig, run_councils
+from officegym.agent.council_file import outcome_row
 from officegym.agent.council_seats import ScriptedSeat, scripted_seat
 from officegym.core.environment import BaseEnvironment, EnvironmentSetupError, EnvironmentWrapper
 from officegym.core.policy import PolicyRequest

@@ -4,14 +4,12 @@
 `agent.loop.play`, each seat's turns sent to its policy (seats sharing a policy object are batched
 together, across councils too); seats left out are scripted (agent/council_seats.py asks the
 environment for their turns).
-`run_council_file` runs many into a resumable JSONL file; `summarize_councils` gives the team
-figures.
+`run_council_file` runs many into a resumable councils.jsonl (its format: agent/council_file.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.batching import Batcher
+from officegym.agent.council_file import append_row, outcome_row, read_rows, task_key
 from officegym.agent.council_seats import COUNCIL, scripted_seat
 from officegym.agent.loop import LoopConfig, Submit, play, submitter
 from officegym.core import registry
 from officegym.core.environment import BaseEnvironment
-from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Policy, SamplingParams
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
@@ -131,18 +129,6 @@ async def run_councils(tasks: Sequence[Task], seats: Mapping[str, Policy], confi
         await seating.close()
 
 
-def outcome_row(outcome: CouncilOutcome, seats: Mapping[str, Policy]) -> dict[str, Any]:
-    """A JSON row for a finished council: reward, label, components, evidence, every act, every seat's
-    conversation."""
-    return {
-        "task_id": outcome.task_id, "reward": outcome.reward, "label": outcome.grade.label,
-        "components": outcome.grade.components, "evidence": outcome.grade.evidence, "acts": outcome.state.events,
-        "rounds": outcome.state.rounds, "seconds": outcome.seconds,
-        "seats": {s: p.name for s, p in seats.items()},
-        "trajectories": {s: t.to_dict() for s, t in outcome.trajectories.items()},
-    }
-
-
 def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Path,
                      config: CouncilConfig | None = None, concurrency: int = 8,
                      progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
@@ -150,15 +136,15 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
     already in the file are skipped (a torn last line from an interrupted run is dropped), so an
     interrupted run resumes where it stopped. Returns every row, old and new."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = load_appendable_jsonl(out)
+    rows = read_rows(out)
     config = config or CouncilConfig()
     seats = full_seats(seats)
     names = {s: _name(p) for s, p in seats.items()}
     other = next((r.get("seats") for r in rows if isinstance(r.get("seats"), dict) and r.get("seats") != names), None)
     if other is not None:
         raise ValueError(f"{out} holds councils played by other seats ({other}); write to another file")
-    done = {json.dumps(r.get("task_id"), default=str) for r in rows}
-    todo = [t for t in tasks if json.dumps(t.id, default=str) not in done]
+    done = {task_key(r.get("task_id")) for r in rows}
+    todo = [t for t in tasks if task_key(t.id) not in done]
     if progress is not None and len(tasks) > len(todo):
         progress(len(tasks) - len(todo))
 
@@ -172,8 +158,7 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
                 async with gate:
                     outcome = await play_council(task, seating, config, env)
                 row = outcome_row(outcome, seats)
-                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-                fh.flush()
+                append_row(fh, row)
                 rows.append(row)
                 if progress is not None:
                     progress(1)
@@ -208,32 +193,5 @@ def parse_seats(text: str) -> dict[str, str]:
     return seats
 
 
-def summarize_councils(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Team figures of finished councils: mean reward, consensus rate (a commit every member
-    accepted), valid objections left unresolved (total and per council), commits, escalations,
-    mean rounds and the count of each verdict label."""
-    n = len(rows)
-    if not n:
-        return {"councils": 0}
-    comps = [r.get("components") or {} for r in rows]
-    labels: dict[str, int] = {}
-    for r in rows:
-        labels[str(r.get("label"))] = labels.get(str(r.get("label")), 0) + 1
-    commits = sum(1 for r in rows if any(a.get("act") == "commit" for a in r.get("acts") or []))
-    escalations = sum(1 for r in rows if any(a.get("act") == "escalate" for a in r.get("acts") or []))
-    unresolved = sum(float(c.get("unresolved_objections", 0.0)) for c in comps)
-    return {
-        "councils": n,
-        "mean_reward": sum(float(r.get("reward") or 0.0) for r in rows) / n,
-        "consensus_rate": sum(float(c.get("consensus", 0.0)) for c in comps) / n,
-        "unresolved_objections": unresolved,
-        "unresolved_per_council": unresolved / n,
-        "commit_rate": commits / n,
-        "escalation_rate": escalations / n,
-        "mean_rounds": sum(float(r.get("rounds") or 0) for r in rows) / n,
-        "labels": dict(sorted(labels.items())),
-    }
-
-
-__all__ = ["CouncilConfig", "CouncilOutcome", "Seating", "full_seats", "outcome_row", "parse_seats", "play_council",
-           "run_council", "run_council_file", "run_councils", "summarize_councils"]
+__all__ = ["CouncilConfig", "CouncilOutcome", "Seating", "full_seats", "parse_seats", "play_council", "run_council",
+           "run_council_file", "run_councils"]

@@ -34,14 +34,8 @@ def council(
     import tempfile
 
     from officegym.agent.council import CouncilConfig, parse_seats
-    from officegym.agent.council_run import (
-        COUNCILS,
-        SUMMARY,
-        CouncilRunError,
-        record_settings,
-        run_council_folder,
-        seat_policies,
-    )
+    from officegym.agent.council_file import COUNCILS, SUMMARY, CouncilRunError, record_settings
+    from officegym.agent.council_run import run_council_folder, seat_policies
     from officegym.agent.council_seats import COUNCIL
     from officegym.agent.policies import PolicySpecError, make_policy
     from officegym.core import registry

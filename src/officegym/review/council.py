@@ -2,7 +2,7 @@
 re-score by replaying the acts, and corrections of the mediator's decision (the item page's view of
 a council is review/council_view.py).
 
-A council row (councils.jsonl, agent/council.py `outcome_row`) holds the team reward, label,
+A council row (councils.jsonl; its format is agent/council_file.py) holds the team reward, label,
 components, evidence, every act and every seat's conversation, but only the task's id. The task is
 rebuilt from what the run folder's run.json says it was played from (a task file, or the generator's
 seed and difficulty range; `--tasks` overrides), and checked against the mediator's recorded brief.
@@ -34,12 +34,12 @@ truthful members, then committed) and refused unless the team verifier gives it 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from officegym.agent.council_file import is_council_row, read_settings
 from officegym.core.environment import BaseEnvironment
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow, make_row, officegym_of
@@ -58,15 +58,7 @@ if TYPE_CHECKING:
 
 COUNCIL = "council"  # the block's key in an item row's officegym record
 ENV_NAME = CouncilEnvironment.name
-COUNCILS_FILE = "councils.jsonl"
-SETTINGS_FILE = "run.json"
 TOKEN_KEYS = ("prompt_ids", "completion_ids", "logprobs")
-
-
-def is_council_row(row: Any) -> bool:
-    """A row of councils.jsonl (not yet an item row)."""
-    return (isinstance(row, dict) and "task_id" in row and isinstance(row.get("acts"), list)
-            and isinstance(row.get("trajectories"), dict))
 
 
 def council_block(row: Any) -> dict[str, Any] | None:
@@ -82,14 +74,6 @@ def is_council_env(env: Any) -> bool:
 # -- reading councils.jsonl ---------------------------------------------------------------------
 
 
-def _settings(folder: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _task_file(name: str | Path, folder: Path) -> Path | None:
     path = Path(name)
     tries = [path] if path.is_absolute() else [Path.cwd() / path, folder.parent / path, folder / path]
@@ -102,7 +86,7 @@ def council_tasks(folder: Path, task_ids: Sequence[str], tasks_file: str | Path 
     else regenerated from run.json's seed and difficulty (ids `council-SEED-N`: the generator's
     first N+1 tasks, of which a shorter list is a prefix), else from the ids with the council
     command's default difficulty range."""
-    settings = _settings(folder)
+    settings = read_settings(folder)
     named = tasks_file if tasks_file is not None else settings.get("tasks")
     if isinstance(named, str | Path) and str(named):
         path = _task_file(named, folder)
@@ -195,7 +179,7 @@ def read_council_rows(rows: list[tuple[int, Any]], rel: str, folder: Path, tasks
     tasks = council_tasks(folder, [str(r["task_id"]) for _, r in good], tasks_file, problems)
     if good and not tasks and len(problems) == before:
         problems.append(f"{rel}: cannot rebuild the councils' tasks (ids like {good[0][1]['task_id']!r}, settings "
-                        f"{_settings(folder) or 'none'}): give their task file with --tasks; councils skipped")
+                        f"{read_settings(folder) or 'none'}): give their task file with --tasks; councils skipped")
     out = []
     for n, r in good:
         task = tasks.get(str(r["task_id"]))

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from officegym.agent.council import CouncilConfig, CouncilOutcome, Seating, play_council
-from officegym.agent.council_run import CouncilRunError, seat_policies
+from officegym.agent.council_file import CouncilRunError
+from officegym.agent.council_run import seat_policies
 from officegym.agent.council_seats import COUNCIL
 from officegym.core import registry
 from officegym.core.policy import Policy, SamplingParams
