@@ -150,13 +150,13 @@ def test_envs_lists_each_environment_with_the_short_names_serve_and_generate_acc
     res = runner.invoke(app, ["envs"])
     assert res.exit_code == 0 and "workplace_assistant  (also: workplace)" in res.stdout.splitlines()
     served = []
-    monkeypatch.setattr(serve_module, "run_server", lambda env, world, *a, **k: served.append((env, world is not None)))
+    monkeypatch.setattr(serve_module, "run_server", lambda env, config: served.append((env.name, env.world_path is not None)))
     world = tmp_path / "w"
     assert runner.invoke(app, ["generate", "world", "--seed", "1", "--size", "small", "--out", str(world)]).exit_code == 0
     for name in ("workplace", "workplace_assistant"):
         res = runner.invoke(app, ["serve", "--env", name, "--world", str(world)])
         assert res.exit_code == 0, res.output
-    assert served == [("workplace", True), ("workplace_assistant", True)]
+    assert served == [("workplace_assistant", True), ("workplace_assistant", True)]
     res = runner.invoke(app, ["serve", "--env", "office"])
     assert res.exit_code == 2 and "unknown environment 'office'" in res.output
 

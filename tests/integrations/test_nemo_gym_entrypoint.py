@@ -273,7 +273,7 @@ def test_a_public_bind_with_the_public_secret_is_served_with_a_warning(ng, small
     from officegym.server import serve as serve_module
 
     started = []
-    monkeypatch.setattr(serve_module, "run_server", lambda *a, **k: started.append(k))
+    monkeypatch.setattr(serve_module, "run_server", lambda env, config: started.append(config))
     monkeypatch.delenv("OFFICEGYM_SERVER_SECRET", raising=False)
     config = ng.configured(small_world[0])
     ng.server_block(config)["host"] = "0.0.0.0"

@@ -300,15 +300,17 @@ def test_other_routes_over_the_limit_get_413_and_seeding_ignores_the_unread_body
 
 
 def test_serve_passes_the_limits_and_refuses_bad_ones(tiny_world):
-    from officegym.server.serve import ServeError, make_app
+    from officegym.server.config import ServeConfig
+    from officegym.server.serve import ServeError, build_environment, make_app
 
-    app = make_app(world=tiny_world, max_session_writes=5, max_session_write_bytes=6000, max_verify_calls=7)
+    env = build_environment(world=tiny_world)
+    app = make_app(env, ServeConfig(max_session_writes=5, max_session_write_bytes=6000, max_verify_calls=7))
     health = TestClient(app).get("/health").json()
     assert (health["max_session_writes"], health["max_session_write_bytes"], health["max_verify_calls"]) == (5, 6000, 7)
     assert health["max_body_bytes"] == 64 * 1024 * 1024
     for bad in ({"max_session_writes": 0}, {"max_session_write_bytes": 0}, {"max_verify_calls": 0}):
         with pytest.raises(ServeError):
-            make_app(world=tiny_world, **bad)
+            make_app(env, ServeConfig(**bad))
 
 
 def test_run_with_a_model_url_that_only_looks_like_one_is_a_422(tiny_env, tiny_tasks):

@@ -30,7 +30,7 @@ def test_a_public_bind_needs_a_secret_and_gets_a_warning_with_one():
 @pytest.fixture
 def started(monkeypatch):
     calls = []
-    monkeypatch.setattr(serve_module, "run_server", lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setattr(serve_module, "run_server", lambda env, config: calls.append((env, config)))
     monkeypatch.delenv("OFFICEGYM_SERVER_SECRET", raising=False)
     return calls
 
@@ -45,7 +45,7 @@ def test_serve_on_every_interface_with_a_secret_warns_and_starts(started, tiny_w
     res = runner.invoke(app, ["serve", "--host", "0.0.0.0", "--secret", "s3cret", "--world", str(tiny_world_dir)])
     assert res.exit_code == 0, res.output
     assert "warning: serving on 0.0.0.0" in " ".join(res.output.split())
-    assert started and started[0][1]["secret_key"] == "s3cret"
+    assert started and started[0][1].secret_key == "s3cret"
 
 
 def test_serve_on_loopback_starts_quietly(started, tiny_world_dir):

@@ -14,6 +14,7 @@ from officegym.cli import app as cli_app
 from officegym.core import registry
 from officegym.server.app import create_app
 from officegym.server.client import EnvClient, RemoteEnvironment
+from officegym.server.config import ServeConfig
 from officegym.server.serve import ServeError, build_environment, make_app
 
 ROLES = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost", "roles/council")
@@ -21,7 +22,7 @@ ROLES = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost"
 
 @pytest.fixture(scope="module")
 def cost_server(live_server):
-    with live_server(make_app("roles/cost")) as srv:
+    with live_server(make_app(build_environment("roles/cost"), ServeConfig())) as srv:
         yield srv
 
 
@@ -114,8 +115,10 @@ def test_build_environment_and_serve_settings():
     with pytest.raises(ServeError, match="takes no world"):
         build_environment("roles/risk", world="/some/world")
     with pytest.raises(ServeError, match="unknown verification mode"):
-        make_app("roles/cost", mode="outcome")
-    assert make_app("roles/cost", mode="exact") is not None
+        build_environment("roles/cost", mode="outcome")
+    with pytest.raises(ServeError, match="unknown verification mode"):
+        make_app(build_environment("roles/cost"), ServeConfig(mode="outcome"))
+    assert make_app(build_environment("roles/cost", mode="exact"), ServeConfig(mode="exact")) is not None
     with pytest.raises(ServeError, match="unknown environment"):
         build_environment("roles/nope")
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import asdict
 
 from typer.testing import CliRunner
 
@@ -56,7 +57,7 @@ def test_serve_passes_the_servers_own_limits_and_the_new_ones(tmp_path, monkeypa
     write_world(generate_world(3, "small"), tiny_world_dir)
 
     seen = {}
-    monkeypatch.setattr(serve, "run_server", lambda *a, **kw: seen.update(kw))
+    monkeypatch.setattr(serve, "run_server", lambda env, cfg: seen.update(asdict(cfg)))
     result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir)])
     assert result.exit_code == 0, result.output
     assert seen["max_body_bytes"] == config.DEFAULT_MAX_BODY_BYTES
@@ -71,3 +72,16 @@ def test_serve_passes_the_servers_own_limits_and_the_new_ones(tmp_path, monkeypa
                                       str(tmp_path / "captures")])
     assert result.exit_code == 0, result.output
     assert seen["model_call_capture_dir"] == str(tmp_path / "captures")
+
+
+def test_the_serve_config_holds_what_create_app_takes():
+    import inspect
+
+    from officegym.server.app import create_app
+    from officegym.server.config import ServeConfig
+
+    taken = set(inspect.signature(create_app).parameters)
+    assert set(ServeConfig().app_options()) <= taken
+    # what create_app takes that a served app leaves at its default (tests set them)
+    assert taken - set(ServeConfig().app_options()) == {"env", "policy_options", "sweep_interval_s", "clock",
+                                                        "capture_wait_s"}

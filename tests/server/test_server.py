@@ -435,15 +435,19 @@ def test_run_rejects_bad_settings_and_reports_a_dead_model_server(tiny_env, tiny
 
 
 def test_serve_refuses_bad_settings(reference_dir):
-    from officegym.server.serve import ServeError, main, make_app
+    from officegym.server.config import ServeConfig
+    from officegym.server.serve import ServeError, build_environment, main, make_app
 
     for kwargs in ({"world": "/nonexistent"}, {"env": "nope", "world": "x"},
                    {"world": reference_dir / "csv_data", "mode": "bogus"}):
         with pytest.raises(ServeError):
-            make_app(**kwargs)
+            build_environment(**kwargs)
+    with pytest.raises(ServeError):
+        make_app(build_environment(world=reference_dir / "csv_data"), ServeConfig(mode="bogus"))
     with pytest.raises(SystemExit) as exc:
         main(["--world", "/nonexistent"])
     assert exc.value.code == 2
-    app = make_app(world=reference_dir / "csv_data", mode="nemo_gym", max_sessions=5)
+    app = make_app(build_environment(world=reference_dir / "csv_data", mode="nemo_gym"),
+                   ServeConfig(mode="nemo_gym", max_sessions=5))
     health = TestClient(app).get("/health").json()
     assert health["mode"] == "nemo_gym" and health["max_sessions"] == 5

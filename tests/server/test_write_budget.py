@@ -3,6 +3,8 @@ hold (one session's, the whole store's), not by counting a session's writes (iss
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fastapi.testclient import TestClient
 
 from officegym.server import config
@@ -80,7 +82,7 @@ def test_the_launcher_and_the_cli_leave_the_counts_off(tiny_world_dir, monkeypat
     settings = ServerSettings.model_validate({"host": "h", "port": 1})
     assert settings.max_session_writes is None and settings.max_session_write_bytes is None
     seen = {}
-    monkeypatch.setattr(serve, "run_server", lambda *a, **kw: seen.update(kw))
+    monkeypatch.setattr(serve, "run_server", lambda env, cfg: seen.update(asdict(cfg)))
     result = CliRunner().invoke(app, ["serve", "--world", str(tiny_world_dir)])
     assert result.exit_code == 0, result.output
     assert seen["max_session_writes"] is None and seen["max_session_write_bytes"] is None

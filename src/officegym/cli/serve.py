@@ -37,7 +37,8 @@ def serve(
 ) -> None:
     """Serve an environment over HTTP with NeMo Gym's resources-server protocol (docs/nemo-rl.md)."""
     try:
-        from officegym.server.serve import ServeError, check_bind, run_server
+        from officegym.server.config import ServeConfig
+        from officegym.server.serve import ServeError, build_environment, check_bind, run_server
     except ImportError as exc:
         fail(f"serving needs the server extra ({exc}): pip install 'officegym[server]'")
     try:
@@ -60,14 +61,14 @@ def serve(
     if warning:
         console.print(warning, markup=False, soft_wrap=True)
     try:
-        run_server(env, w, host, port, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl or None,
-                   evict_idle_s=evict_idle or None, max_body_bytes=max_body_bytes,
-                   max_session_writes=max_session_writes or None,
-                   max_session_write_bytes=max_session_write_bytes or None, max_session_bytes=max_session_bytes or None,
-                   max_store_bytes=max_store_bytes or None, max_verify_calls=max_verify_calls,
-                   secret_key=secret, max_steps=max_steps, model_server_url=model_base_url,
-                   model=model, model_api=model_api, log_level=log_level,
-                   model_call_capture_dir=str(model_call_capture_dir) if model_call_capture_dir else None,
-                   reference_compat=reference_compat)
+        config = ServeConfig(
+            host=host, port=port, log_level=log_level, mode=mode, max_sessions=max_sessions,
+            idle_ttl_s=idle_ttl or None, evict_idle_s=evict_idle or None, max_body_bytes=max_body_bytes,
+            max_session_writes=max_session_writes or None, max_session_write_bytes=max_session_write_bytes or None,
+            max_session_bytes=max_session_bytes or None, max_store_bytes=max_store_bytes or None,
+            max_verify_calls=max_verify_calls, secret_key=secret, max_steps=max_steps,
+            model_server_url=model_base_url, model=model, model_api=model_api,
+            model_call_capture_dir=str(model_call_capture_dir) if model_call_capture_dir else None)
+        run_server(build_environment(env, w, mode, reference_compat), config)
     except ServeError as exc:
         fail(str(exc))

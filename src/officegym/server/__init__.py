@@ -1,6 +1,6 @@
 """The HTTP resources server speaking NeMo Gym's protocol, and its client.
 
-`create_app(env, ...)` builds the FastAPI app (app.py), `run_server(...)` serves it with uvicorn
+`create_app(env, ...)` builds the FastAPI app (app.py), `run_server(env, config)` serves it with uvicorn
 (serve.py), `EnvClient` / `RemoteEnvironment` use it from Python (client.py). FastAPI, uvicorn and
 httpx come with the `server` extra; importing this package does not import them.
 """

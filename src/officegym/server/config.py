@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +56,40 @@ class ServerConfig:
     sweep_interval_s: float = 30.0
     capture_dir: Path | None = None  # NeMo Gym's model_call_capture_dir: /verify waits for the call's record
     capture_wait_s: float = 2.0
+
+
+@dataclass
+class ServeConfig:
+    """What `run_server(env, config)` serves an environment with: where it listens, uvicorn's
+    logging, and the app's settings (`app_options()`: create_app's keywords, which resolves them
+    into a ServerConfig). Defaults are `officegym serve`'s; None for a limit: no bound."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "warning"
+    access_log: bool = False
+    mode: str | None = None  # verification mode; None: the environment's
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S
+    evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_session_writes: int | None = DEFAULT_MAX_SESSION_WRITES
+    max_session_write_bytes: int | None = DEFAULT_MAX_SESSION_WRITE_BYTES
+    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES
+    max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES
+    max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS
+    secret_key: str | None = None  # None: the cookie's name, as the reference signs
+    cookie_name: str | None = None  # None: the environment's (BaseEnvironment.cookie_name)
+    max_steps: int = 6
+    model_server_url: str | None = None
+    model: str | None = None
+    model_api: str = "chat"
+    evidence: bool = True
+    model_call_capture_dir: str | None = None  # NeMo Gym's, passed by its entry (integrations/nemo_gym/launch.py)
+
+    def app_options(self) -> dict[str, Any]:
+        """The settings create_app takes, as its keywords."""
+        options = asdict(self)
+        for key in ("host", "port", "log_level", "access_log"):
+            del options[key]
+        return options

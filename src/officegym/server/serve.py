@@ -16,16 +16,16 @@ import ipaddress
 import sys
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment
 from officegym.server.config import (
     DEFAULT_EVICT_IDLE_S,
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSION_BYTES,
-    DEFAULT_MAX_SESSION_WRITE_BYTES,
-    DEFAULT_MAX_SESSION_WRITES,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
+    ServeConfig,
 )
 
 
@@ -58,7 +58,7 @@ def check_bind(host: str, secret_key: str | None) -> str | None:
 
 
 def build_environment(env: str = "workplace", world: Any = None, mode: str | None = None,
-                      reference_compat: str | None = None):
+                      reference_compat: str | None = None) -> BaseEnvironment:
     """The environment registered as `env`: the workplace loaded from `world` (a folder or a loaded
     World); any other from its name alone (a role environment's episodes come from the task rows).
     `reference_compat` (the workplace's only: which pandas its reference runs on, envs/workplace/
@@ -85,78 +85,33 @@ def build_environment(env: str = "workplace", world: Any = None, mode: str | Non
         raise ServeError(str(exc)) from None
 
 
-def make_app(
-    env: str = "workplace",
-    world: Any = None,
-    *,
-    mode: str | None = None,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
-    idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    reference_compat: str | None = None,
-    **app_options: Any,
-):
+def make_app(env: BaseEnvironment, config: ServeConfig):
+    """The app serving `env` with `config`'s settings (ServeError for a bad one)."""
     from officegym.server.app import create_app
 
-    environment = build_environment(env, world, mode, reference_compat)
     try:
-        return create_app(environment, max_sessions, idle_ttl_s, max_body_bytes, mode=mode, **app_options)
+        return create_app(env, **config.app_options())
     except ValueError as exc:
         raise ServeError(str(exc)) from None
 
 
-def run_server(
-    env: str = "workplace",
-    world: Any = None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    *,
-    mode: str | None = None,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
-    idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    evict_idle_s: float | None = DEFAULT_EVICT_IDLE_S,
-    max_session_writes: int | None = DEFAULT_MAX_SESSION_WRITES,
-    max_session_write_bytes: int | None = DEFAULT_MAX_SESSION_WRITE_BYTES,
-    max_session_bytes: int | None = DEFAULT_MAX_SESSION_BYTES,
-    max_store_bytes: int | None = DEFAULT_MAX_STORE_BYTES,
-    max_verify_calls: int = DEFAULT_MAX_VERIFY_CALLS,
-    secret_key: str | None = None,
-    cookie_name: str | None = None,
-    max_steps: int = 6,
-    model_server_url: str | None = None,
-    model: str | None = None,
-    model_api: str = "chat",
-    evidence: bool = True,
-    log_level: str = "warning",
-    access_log: bool = False,
-    model_call_capture_dir: str | None = None,
-    reference_compat: str | None = None,
-) -> None:
-    """Serve `env` on host:port until interrupted. Raises ServeError for a bad setting.
+def run_server(env: BaseEnvironment, config: ServeConfig) -> None:
+    """Serve `env` on config.host:config.port until interrupted. Raises ServeError for a bad setting.
 
-    `model_call_capture_dir`: NeMo Gym's, with its observability on (capture.py); the NeMo Gym
+    `config.model_call_capture_dir`: NeMo Gym's, with its observability on (capture.py); the NeMo Gym
     entry (integrations/nemo_gym/launch.py) passes the one its launcher's configuration names."""
     import uvicorn
     from uvicorn.config import LOG_LEVELS
 
-    if log_level not in LOG_LEVELS:
-        raise ServeError(f"log level {log_level!r}: choose from {', '.join(LOG_LEVELS)}")
+    if config.log_level not in LOG_LEVELS:
+        raise ServeError(f"log level {config.log_level!r}: choose from {', '.join(LOG_LEVELS)}")
 
-    app = make_app(
-        env, world, mode=mode, max_sessions=max_sessions, idle_ttl_s=idle_ttl_s, max_body_bytes=max_body_bytes,
-        evict_idle_s=evict_idle_s,
-        max_session_writes=max_session_writes, max_session_write_bytes=max_session_write_bytes,
-        max_session_bytes=max_session_bytes, max_store_bytes=max_store_bytes,
-        max_verify_calls=max_verify_calls, secret_key=secret_key, cookie_name=cookie_name, max_steps=max_steps,
-        model_server_url=model_server_url, model=model, model_api=model_api, evidence=evidence,
-        model_call_capture_dir=model_call_capture_dir, reference_compat=reference_compat,
-    )
+    app = make_app(env, config)
     # Keep-alive longer than clients keep idle connections (EnvClient: 2 s), so that a request
     # never races the server closing its connection.
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=access_log,
-                            timeout_keep_alive=30, lifespan="on")
-    uvicorn.Server(config).run()
+    server = uvicorn.Config(app, host=config.host, port=config.port, log_level=config.log_level,
+                            access_log=config.access_log, timeout_keep_alive=30, lifespan="on")
+    uvicorn.Server(server).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,14 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         warning = check_bind(a.host, a.secret)
         if warning:
             print(warning, file=sys.stderr, flush=True)
-        run_server(a.env, a.world, a.host, a.port, mode=a.mode, max_sessions=a.max_sessions,
-                   idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
-                   max_session_writes=a.max_session_writes or None,
-                   max_session_write_bytes=a.max_session_write_bytes or None,
-                   max_session_bytes=a.max_session_bytes or None, max_store_bytes=a.max_store_bytes or None,
-                   max_verify_calls=a.max_verify_calls, secret_key=a.secret,
-                   log_level=a.log_level, model_call_capture_dir=a.model_call_capture_dir,
-                   reference_compat=a.reference_compat)
+        config = ServeConfig(
+            host=a.host, port=a.port, log_level=a.log_level, mode=a.mode, max_sessions=a.max_sessions,
+            idle_ttl_s=a.idle_ttl or None, max_body_bytes=a.max_body_bytes, evict_idle_s=a.evict_idle or None,
+            max_session_writes=a.max_session_writes or None, max_session_write_bytes=a.max_session_write_bytes or None,
+            max_session_bytes=a.max_session_bytes or None, max_store_bytes=a.max_store_bytes or None,
+            max_verify_calls=a.max_verify_calls, secret_key=a.secret, model_call_capture_dir=a.model_call_capture_dir)
+        run_server(build_environment(a.env, a.world, a.mode, a.reference_compat), config)
     except ServeError as exc:
         p.error(str(exc))
     return 0

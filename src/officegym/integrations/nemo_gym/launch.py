@@ -51,6 +51,7 @@ from officegym.server.config import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_STORE_BYTES,
     DEFAULT_MAX_VERIFY_CALLS,
+    ServeConfig,
 )
 
 CONFIG_DICT_ENV = "NEMO_GYM_CONFIG_DICT"
@@ -244,11 +245,12 @@ def load_launch(environ: Mapping[str, str] | None = None) -> Launch:
 
 # -- serving
 
-def _server_options(launch: Launch) -> dict[str, Any]:
+def _serve_config(launch: Launch) -> ServeConfig:
     s = launch.settings
-    return dict(
+    return ServeConfig(
+        host=s.host, port=s.port, log_level=s.log_level, access_log=launch.access_log,
         mode=s.mode, max_sessions=s.max_sessions, idle_ttl_s=s.idle_ttl_s or None, max_body_bytes=s.max_body_bytes,
-        evict_idle_s=s.evict_idle_s or None, reference_compat=s.reference_compat,
+        evict_idle_s=s.evict_idle_s or None,
         max_session_writes=s.max_session_writes or None, max_session_write_bytes=s.max_session_write_bytes or None,
         max_session_bytes=s.max_session_bytes or None, max_store_bytes=s.max_store_bytes or None,
         max_verify_calls=s.max_verify_calls, evidence=s.evidence, cookie_name=launch.cookie_name,
@@ -273,11 +275,12 @@ def _exit_with_parent() -> None:
 
 def serve(launch: Launch) -> None:
     """Serve the launch on its host and port until interrupted (build and return on a dry run)."""
-    from officegym.server.serve import make_app, run_server
+    from officegym.server.serve import build_environment, make_app, run_server
 
     s = launch.settings
+    config = _serve_config(launch)
     if launch.dry_run:
-        make_app(s.env, launch.world, **_server_options(launch))
+        make_app(build_environment(s.env, launch.world, s.mode, s.reference_compat), config)
         print(f"officegym: dry run, {launch.name} ({s.env}, mode {s.mode}) is ready to serve", flush=True)
         return
     where = f" on world {launch.world}" if launch.world else ""
@@ -291,8 +294,7 @@ def serve(launch: Launch) -> None:
     print(f"officegym: serving {s.env}{where} as NeMo Gym's {launch.name!r} on http://{s.host}:{s.port} "
           f"(mode {s.mode})", flush=True)
     _exit_with_parent()
-    run_server(s.env, launch.world, s.host, s.port, **_server_options(launch), log_level=s.log_level,
-               access_log=launch.access_log)
+    run_server(build_environment(s.env, launch.world, s.mode, s.reference_compat), config)
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:
