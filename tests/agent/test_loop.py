@@ -111,6 +111,28 @@ def test_malformed_calls_are_recorded_and_reported_to_the_model(env, tasks):
     assert traj.verdict["invalid_calls"] and traj.reward == 0.0
 
 
+class SharedCalls(Policy):
+    """Answers every first turn with the same ToolCall objects, which carry no id."""
+
+    name = "shared"
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    async def complete(self, requests, params):
+        return [Completion(tool_calls=list(self.calls)) if r.turn == 0 else Completion(text="done") for r in requests]
+
+
+def test_the_loop_gives_calls_ids_without_changing_the_policy_s_calls(env, tasks):
+    calls = [ToolCall(c.name, c.arguments, extra={"kept": True}) for c in tasks[0].ground_truth]
+    trajs = run(env, tasks[:1], SharedCalls(calls), k=2)
+    assert all(c.call_id is None for c in calls)
+    for traj in trajs:
+        ran = [e.call for e in traj.turns[0].executions]
+        assert [c.call_id for c in ran] == [f"call_0_{i}" for i in range(len(calls))]
+        assert all(c.extra == {"kept": True} for c in ran)
+
+
 class Exploding(Policy):
     name = "exploding"
 

@@ -116,3 +116,12 @@ def test_arguments_decode_exactly_as_json_loads(text):
     else:
         got = _json_loads(text)
         assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
+
+
+def test_with_id_is_a_new_call_that_keeps_what_the_call_came_with():
+    call = parse_tool_call({"type": "function_call", "name": "email_delete_email", "arguments": '{"email_id":"1"',
+                            "call_id": "fc_1", "id": "x"})
+    fresh = call.with_id("call_0_0")
+    assert (fresh.call_id, call.call_id) == ("call_0_0", "fc_1")
+    assert (fresh.name, fresh.raw_arguments, fresh.parse_error) == (call.name, call.raw_arguments, call.parse_error)
+    assert fresh.extra == {"type": "function_call", "id": "x"} and fresh.extra is not call.extra

@@ -230,7 +230,7 @@ async def _take_turn(episode: Episode, seat: str, completion: Completion, traj: 
     calls = []
     for i, c in enumerate(completion.tool_calls):
         if not c.call_id or c.call_id in used_ids:  # text formats number calls per turn
-            c = _with_id(c, episode.call_id(seat, step, i))
+            c = c.with_id(episode.call_id(seat, step, i))
         used_ids.add(c.call_id)
         calls.append(c)
     messages.append(assistant_message(completion.text, calls))
@@ -275,11 +275,6 @@ async def rollout(
         except Exception as exc:  # a scorer too: its failure is this rollout's, not the batch's
             _fail(traj, f"reward function: {error_text(exc)}")
     return traj
-
-
-def _with_id(call: ToolCall, call_id: str) -> ToolCall:
-    call.call_id = call_id
-    return call
 
 
 def submitter(policy: Policy, params: SamplingParams, max_batch: int = 32) -> tuple[Submit, Batcher | None]:

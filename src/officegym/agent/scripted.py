@@ -27,7 +27,7 @@ class OraclePolicy(Policy):
             if r.turn < len(turns):
                 start = sum(turns[: r.turn])
                 calls = [
-                    ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{r.turn}_{i}", c.parse_error)
+                    c.with_id(f"call_{r.turn}_{i}")
                     for i, c in enumerate(gt[start : start + turns[r.turn]])
                 ]
                 out.append(Completion(text="", tool_calls=calls))

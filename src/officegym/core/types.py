@@ -92,6 +92,11 @@ class ToolCall:
     parse_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def with_id(self, call_id: str) -> ToolCall:
+        """This call under another id, as a new ToolCall (the same arguments, a copy of `extra`): a
+        turn's calls get ids of their own without changing the calls a policy or a task holds."""
+        return ToolCall(self.name, self.arguments, self.raw_arguments, call_id, self.parse_error, dict(self.extra))
+
     @property
     def arguments_json(self) -> str:
         if self.raw_arguments is not None:

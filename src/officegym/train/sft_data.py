@@ -31,7 +31,7 @@ from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingPar
 from officegym.core.rollout_row import RolloutRowError, parse
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
-from officegym.core.types import ToolCall, ToolSpec
+from officegym.core.types import ToolSpec
 from officegym.train.data import template_of
 
 
@@ -78,7 +78,7 @@ class GroundTruthPolicy(Policy):
                 chosen = truth if r.turn == 0 else []
             else:
                 chosen = truth[r.turn : r.turn + 1]
-            calls = [ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{r.turn}_{i}", c.parse_error)
+            calls = [c.with_id(f"call_{r.turn}_{i}")
                      for i, c in enumerate(chosen)]
             out.append(Completion(text="", tool_calls=calls) if calls else Completion(text=self.final_answer))
         return out
