@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from officegym.train.checkpoint import CheckpointManager
-from officegym.train.runtime import ResumeError, prepare_run_dir
+from officegym.train.run_folder import ResumeError, prepare_run_dir
 
 
 def _fake_checkpoint(out, step=3):

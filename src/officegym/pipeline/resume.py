@@ -21,7 +21,7 @@ from typing import Any
 
 from officegym.core.files import atomic_write
 from officegym.pipeline.config import PipelineError
-from officegym.train.runtime import COMPUTE_ONLY, PATH_KEYS
+from officegym.train.run_folder import COMPUTE_ONLY, PATH_KEYS
 
 RECORD = "pipeline_inputs.json"
 

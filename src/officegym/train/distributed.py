@@ -140,7 +140,7 @@ def run_ranks(cfg: Any, console: Any, kind: str, body: Any, check: Any = None) -
 
     import torch
 
-    from officegym.train.runtime import prepare_run_dir
+    from officegym.train.run_folder import prepare_run_dir
 
     dist = setup(cfg.model.device)  # under torchrun: this rank's place; alone: rank 0 of 1
     try:
