@@ -91,3 +91,47 @@ def test_the_registry_answers_from_the_class():
 def test_the_workplace_cookie_matches_nemo_gym(ref_world):
     assert registry.make("workplace", world=ref_world).cookie_name() == "WorkbenchResourcesServer___workplace_assistant"
     assert registry.make("roles/cost").cookie_name() == "OfficegymResourcesServer___roles_cost"
+
+
+class Awaited(BaseEnvironment):
+    """An environment whose sessions and verdicts come over the network (as server/client.py's)."""
+
+    name = "awaited"
+
+    async def asession(self, task=None):
+        return "remote session"
+
+    async def averify(self, task, calls, mode=None):
+        return "remote verdict"
+
+
+class Counted(EnvironmentWrapper):
+    def verify(self, task, calls, mode=None):
+        return ("counted", self.env.verify(task, calls, mode))
+
+
+def test_the_awaited_forms_are_the_sync_ones_unless_an_environment_says_otherwise():
+    inner = Counter()
+    assert isinstance(asyncio.run(inner.asession()), TextOnly)
+    assert asyncio.run(TextOnly().aexecute("t", 1)) == TextOnly().execute("t", 1)
+    # a wrapper forwards the awaited forms of what it leaves be and awaits its own change
+    remote = Doubled(Awaited())
+    assert asyncio.run(remote.asession()) == "remote session" and asyncio.run(remote.averify(None, [])) == "remote verdict"
+    assert isinstance(asyncio.run(Doubled(inner).asession()), TextOnly)
+    inner.verify = lambda task, calls, mode=None: "verdict"
+    assert asyncio.run(Counted(inner).averify(None, [])) == ("counted", "verdict")
+
+
+def test_generic_floors_ask_environments_and_sessions_instead_of_probing():
+    """No getattr/hasattr on an environment, a session or a wrapper outside the environments; the
+    wrapper's own forwarding (core/environment.py) is the one allowed."""
+    import re
+    from pathlib import Path
+
+    import officegym
+
+    root = Path(officegym.__file__).parent
+    probe = re.compile(r"(getattr|hasattr)\(\s*([a-z_]+\.)*(env|environment|session|remote|wrapper)\b")
+    found = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path.relative_to(root).parts[0] != "envs"
+             for n, line in enumerate(path.read_text().splitlines(), 1) if probe.search(line)]
+    assert [f.split(":")[0] for f in found] == ["core/environment.py"], found

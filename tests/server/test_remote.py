@@ -153,6 +153,28 @@ def test_client_api(live_tiny, tiny_tasks):
     asyncio.run(main())
 
 
+def test_the_remote_environment_is_on_the_contract(live_tiny, tiny_tasks):
+    """RemoteEnvironment and its sessions derive the base classes; their awaited forms are requests,
+    and the plain ones stay awaitable as before."""
+    from officegym.core.environment import BaseEnvironment
+    from officegym.core.session import BaseSession
+
+    async def go():
+        async with RemoteEnvironment(live_tiny.url) as env:
+            assert isinstance(env, BaseEnvironment) and env.name == "workplace_assistant" and env.write_tools
+            session = await env.asession(tiny_tasks[0])
+            assert isinstance(session, BaseSession) and session.held_bytes() is None
+            first = await session.aexecute("email_search_emails", {"query": "Update"})
+            assert (await session.execute("email_search_emails", {"query": "Update"})) == first
+            verdict = await env.averify(tiny_tasks[0], tiny_tasks[0].ground_truth)
+            assert verdict == await env.verify(tiny_tasks[0], tiny_tasks[0].ground_truth)
+            await session.aclose()
+            return first, verdict
+
+    first, verdict = asyncio.run(go())
+    assert first.status == "ok" and verdict.reward == 1.0
+
+
 def test_client_reports_a_dead_server():
     async def main():
         async with EnvClient("http://127.0.0.1:9", connect_retries=1) as client:

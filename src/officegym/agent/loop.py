@@ -55,7 +55,7 @@ def truncate(text: str, limit: int | None) -> tuple[str, bool]:
 
 
 async def _resolve(value: Any) -> Any:
-    """In-process environments answer directly; remote ones (server/client.py) return awaitables."""
+    """An episode's hooks may be plain methods or coroutines (core/episode.py)."""
     return await value if inspect.isawaitable(value) else value
 
 
@@ -83,14 +83,14 @@ class ToolEpisode(Episode):
 
     def __init__(self, env: BaseEnvironment, task: Task, config: LoopConfig):
         self.env, self.task, self.config = env, task, config
-        self.session: BaseSession | None = None  # or a remote session (server/client.py): awaitable answers
+        self.session: BaseSession | None = None
         self._tools: list[ToolSpec] = []
         self.steps = 0
         self.stop: str | None = None
 
     async def start(self) -> None:
-        self.session = await _resolve(self.env.session(self.task))
-        self._tools = await _resolve(self.env.tools(self.task))
+        self.session = await self.env.asession(self.task)
+        self._tools = self.env.tools(self.task)
 
     def opening(self, seat: str) -> list[dict[str, Any]]:
         return responses_items_to_chat_messages(self.task.input)
@@ -103,7 +103,7 @@ class ToolEpisode(Episode):
 
     async def execute(self, seat: str, call: ToolCall) -> ToolResult:
         args = call.arguments if call.parse_error is None else call.raw_arguments
-        return await _resolve(self.session.execute(call.name, args))
+        return await self.session.aexecute(call.name, args)
 
     def end_turn(self, seat: str, completion: Completion, calls: Sequence[ToolCall]) -> None:
         self.steps += 1
@@ -114,7 +114,7 @@ class ToolEpisode(Episode):
 
     async def finish(self, trajectories: Mapping[str, Trajectory]) -> Verdict:
         await self.close()  # a remote session frees its server-side state
-        return await _resolve(self.env.verify(self.task, trajectories[self.SEAT].calls, self.config.mode))
+        return await self.env.averify(self.task, trajectories[self.SEAT].calls, self.config.mode)
 
     async def abort(self) -> None:
         await self.close()

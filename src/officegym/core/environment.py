@@ -21,7 +21,9 @@ caller probes attributes with `getattr` or compares environment names:
 - `baselines` and `baseline_turn(kind, request, seed)`: the scripted baselines (policy specs such as
   `greedy`) it plays, turn by turn; agent/baseline_policy.py is the policy that asks;
 - `seat_baseline(seat, kind)` and `seat_turn(seat, kind, request, max_rounds)`: the scripted policies
-  a multi-agent environment's seats may be given (agent/council_seats.py asks).
+  a multi-agent environment's seats may be given (agent/council_seats.py asks);
+- `asession(task)` and `averify(task, calls, mode)`: what the agent loop awaits; in process the
+  sync `session` and `verify`, over the network (server/client.py's RemoteEnvironment) the requests.
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
@@ -68,6 +70,14 @@ class BaseEnvironment:
 
     def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         raise NotImplementedError
+
+    async def asession(self, task: Task | None = None) -> BaseSession:
+        """`session`, awaited by the agent loop (an environment over the network overrides it)."""
+        return self.session(task)
+
+    async def averify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+        """`verify`, awaited by the agent loop (an environment over the network overrides it)."""
+        return self.verify(task, calls, mode)
 
     # -- worlds
     @property
@@ -184,6 +194,18 @@ class EnvironmentWrapper(BaseEnvironment):
 
     def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         return self.env.verify(task, calls, mode)
+
+    # A wrapper that changes `session` or `verify` has the awaited forms use its own; else they are
+    # the wrapped environment's, so that a wrapped remote environment still answers over the network.
+    async def asession(self, task: Task | None = None) -> BaseSession:
+        if type(self).session is not EnvironmentWrapper.session:
+            return self.session(task)
+        return await self.env.asession(task)
+
+    async def averify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+        if type(self).verify is not EnvironmentWrapper.verify:
+            return self.verify(task, calls, mode)
+        return await self.env.averify(task, calls, mode)
 
     def default_world(self, announce: Announce | None = None) -> Path | None:  # type: ignore[override]
         return self.env.default_world(announce)

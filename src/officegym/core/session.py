@@ -5,7 +5,8 @@ A session is one isolated episode. It answers a tool call two ways: `execute` gi
 defines at least one of them; the other follows from it. Neither raises on model input. `aclose()`
 frees what the session holds outside the process (a remote session's server-side state): nothing
 for one in process. `problem` says why a session cannot run (a task row naming no scenario);
-`held_bytes()` what it holds in memory, when it knows.
+`held_bytes()` what it holds in memory, when it knows. The agent loop awaits `aexecute`: `execute`
+in process, the request for a session on a server (server/client.py).
 
 So the agent loop, the review queue and the server ask instead of probing with `getattr`.
 """
@@ -34,6 +35,10 @@ class BaseSession:
     def call(self, name: str, arguments: Any = None) -> str:
         """What the model sees for a tool call."""
         return self.execute(name, arguments).text
+
+    async def aexecute(self, name: str, arguments: Any = None) -> ToolResult:
+        """`execute`, awaited by the agent loop (a session over the network overrides it)."""
+        return self.execute(name, arguments)
 
     async def aclose(self) -> None:
         """Free what the session holds outside this process (nothing here)."""

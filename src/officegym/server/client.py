@@ -6,9 +6,9 @@ thousands of sessions can run concurrently over one connection pool; `call`/`exe
 call with the session's cookies, `verify` posts a task row plus `response`, `run` asks the server's
 simple agent for a whole verified rollout.
 
-`RemoteEnvironment(base_url)` has the shape of `WorkplaceEnvironment` with awaitable `session()`,
-`Session.execute()` and `verify()`, so the agent loop runs against a server with the same
-trajectories and rewards as in-process:
+`RemoteEnvironment(base_url)` is a BaseEnvironment whose awaited members (`asession`, `averify`,
+and its sessions' `aexecute`, which the agent loop awaits) are requests to the server, so the loop
+runs against a server with the same trajectories and rewards as in-process:
 
     async with RemoteEnvironment("http://127.0.0.1:8000") as env:
         trajs = await run_rollouts(env, jobs, policy, LoopConfig())
@@ -30,7 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
+from officegym.core.session import BaseSession
 from officegym.core.task import Task
 from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolResult, ToolSpec, Verdict
 from officegym.envs.workplace.results import invalid_json_result
@@ -65,8 +67,9 @@ def _dumps(value: Any) -> bytes:
 
 
 @dataclass
-class RemoteSession:
-    """One seeded session on a server: its cookies and the client that carries them."""
+class RemoteSession(BaseSession):
+    """One seeded session on a server: its cookies and the client that carries them. Every way to
+    call a tool is a request, so `execute` and `call` are awaitable too."""
 
     client: EnvClient
     cookies: dict[str, str] = field(default_factory=dict)
@@ -74,11 +77,14 @@ class RemoteSession:
     lost: bool = False  # the server no longer knew this session (evicted, expired, verified)
     closed: bool = False
 
-    async def execute(self, name: str, arguments: Any = None) -> ToolResult:
+    async def aexecute(self, name: str, arguments: Any = None) -> ToolResult:
         return await self.client.execute(self, name, arguments)
 
-    async def call(self, name: str, arguments: Any = None) -> str:
-        return (await self.execute(name, arguments)).text
+    async def execute(self, name: str, arguments: Any = None) -> ToolResult:  # type: ignore[override]
+        return await self.aexecute(name, arguments)
+
+    async def call(self, name: str, arguments: Any = None) -> str:  # type: ignore[override]
+        return (await self.aexecute(name, arguments)).text
 
     async def aclose(self) -> None:
         if not self.closed:
@@ -321,10 +327,11 @@ def verdict_from_dict(d: dict[str, Any]) -> Verdict:
     )
 
 
-class RemoteEnvironment:
-    """An Environment served over HTTP. `session()` and `verify()` are coroutines (as is the
-    session's `execute`); `tools()` is not: it uses the task's own tools, else the server's list
-    fetched by `connect()` (called by `async with` and by the first `session()`)."""
+class RemoteEnvironment(BaseEnvironment):
+    """An environment served over HTTP. `asession()` and `averify()` are the requests (the agent loop
+    awaits them; `session()` and `verify()` are the same coroutines); `tools()` is not: it uses the
+    task's own tools, else the server's list fetched by `connect()` (called by `async with` and by
+    the first session)."""
 
     def __init__(self, server: str | EnvClient, mode: str | None = None, close_sessions: bool = True, **client_options: Any):
         self.client = server if isinstance(server, EnvClient) else EnvClient(server, **client_options)
@@ -367,14 +374,20 @@ class RemoteEnvironment:
             raise RuntimeError("RemoteEnvironment: call `await env.connect()` (or use `async with`) first")
         return list(self._tools)
 
-    async def session(self, task: Task | None = None) -> RemoteSession:
+    async def asession(self, task: Task | None = None) -> RemoteSession:
         await self.connect()
         session = await self.client.seed_session(task)
         if not self.close_sessions:
             session.closed = True  # aclose() becomes a no-op; the server's TTL/LRU frees it
         return session
 
-    async def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
+    async def session(self, task: Task | None = None) -> RemoteSession:  # type: ignore[override]
+        return await self.asession(task)
+
+    async def verify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:  # type: ignore[override]
+        return await self.averify(task, calls, mode)
+
+    async def averify(self, task: Task, calls: Sequence[ToolCall], mode: str | None = None) -> Verdict:
         answer = await self.client.verify(task, calls=calls, mode=mode or self.mode)
         evidence = RolloutRow(answer).verdict
         if evidence is not None:
