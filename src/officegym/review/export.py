@@ -319,7 +319,7 @@ def _gold_rollout(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: 
     for batch in _plan_batches(task, plan):
         turn = Turn(text="")
         for i, c in enumerate(batch):
-            call = ToolCall(c.name, c.arguments, c.raw_arguments, f"call_{len(traj.turns)}_{i}", c.parse_error)
+            call = c.with_id(f"call_{len(traj.turns)}_{i}")
             args = call.arguments if call.parse_error is None else call.raw_arguments
             result = session.execute(call.name, args)
             turn.executions.append(ToolExecution(call, result.text, result.status))
