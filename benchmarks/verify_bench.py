@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         world_dir, rollouts, row_bytes = make_rollouts(folder, args.tasks, args.n, args.policies.split(","))
         setup_s = time.perf_counter() - t0
         world = load_world(world_dir)
+        world_env = WorkplaceEnvironment(world)
         lines = list(iter_jsonl(rollouts))
         n = len(lines)
         parsed = [parse(row) for _, row in lines]
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 verify_calls(world, calls, truth, args.mode)
 
         def in_memory() -> None:
-            for _ in verify_rollouts(world, lines, None, args.mode):
+            for _ in verify_rollouts(world_env, lines, None, args.mode):
                 pass
 
         def command() -> None:
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         in_loop: list[float] = []
 
         def streamed() -> None:  # the command's loop, keeping the verifier's own time (the CLI prints its median)
-            in_loop.append(sum(v.seconds for v in verify_rollouts(world, iter_jsonl(rollouts), None, args.mode)))
+            in_loop.append(sum(v.seconds for v in verify_rollouts(world_env, iter_jsonl(rollouts), None, args.mode)))
 
         best = best_times(args.repeat, {"load": lambda: load_world(world_dir), "core": core, "memory": in_memory,
                                         "cli": command, "streamed": streamed})

@@ -58,11 +58,11 @@ def test_the_verify_path_leaves_rollout_rows_unchanged(tiny_world):
     without_truth = {k: v for k, v in row.items() if k != "ground_truth"}
     before, before_without = copy.deepcopy(row), copy.deepcopy(without_truth)
     for mode in ("outcome", "nemo_gym"):
-        (verdict,) = verify_rollouts(tiny_world, [(1, row)], None, mode)
+        (verdict,) = verify_rollouts(WorkplaceEnvironment(tiny_world), [(1, row)], None, mode)
         assert verdict.error is None and verdict.reward == 1.0
         assert verdict.evidence["invalid_calls"]  # a list where a string belongs: refused, nothing sent
         index = TaskIndex([Task.from_row(task_row())])
-        (by_prompt,) = verify_rollouts(tiny_world, [(1, without_truth)], index, mode)
+        (by_prompt,) = verify_rollouts(WorkplaceEnvironment(tiny_world), [(1, without_truth)], index, mode)
         assert by_prompt.error is None and by_prompt.reward == 1.0
     env = WorkplaceEnvironment(tiny_world)
     task = Task.from_row(row)

@@ -97,10 +97,10 @@ def verify(
     from officegym.cli.worlds import checked_rows, refuse_other_world, world_for, world_ids
     from officegym.core.task import TaskFormatError, iter_jsonl, read_tasks, write_jsonl
     from officegym.envs.workplace.rollouts import TaskIndex, verify_rollouts
-    from officegym.envs.workplace.verify import MODES
 
-    if mode not in MODES:
-        fail(f"--mode must be one of {', '.join(MODES)}")
+    modes = registry.environment_class(registry.DEFAULT_ENVIRONMENT).modes
+    if mode not in modes:
+        fail(f"--mode must be one of {', '.join(modes)}")
     input_file(rollouts, "rollouts file", utf8=False)  # read once, below, and checked there
     if tasks is not None:
         input_file(tasks, "task file")
@@ -120,7 +120,8 @@ def verify(
         refuse_other_world(path, ids, allow_world_mismatch)
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends
         # the command before anything is written.
-        verdicts = list(verify_rollouts(w, checked_rows(rows, path, allow_world_mismatch), index, mode))
+        env = registry.make(registry.DEFAULT_ENVIRONMENT, world=w, mode=mode)
+        verdicts = list(verify_rollouts(env, checked_rows(rows, path, allow_world_mismatch), index, mode))
     except UnicodeDecodeError:
         input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
         raise

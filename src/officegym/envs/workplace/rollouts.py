@@ -7,12 +7,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow, parse
 from officegym.core.task import Task, TaskFormatError, ground_truth_of, task_parts
 from officegym.core.toolcalls import ToolCallParseError
 from officegym.core.types import ToolCall
-from officegym.envs.workplace.verify import verify_calls
-from officegym.envs.workplace.world import World
 
 
 class TaskIndex:
@@ -61,9 +60,10 @@ class RolloutVerdict:
 
 
 def verify_rollouts(
-    world: World, rows: Iterable[tuple[int, Any]], tasks: TaskIndex | None, mode: str
+    env: BaseEnvironment, rows: Iterable[tuple[int, Any]], tasks: TaskIndex | None, mode: str
 ) -> Iterator[RolloutVerdict]:
-    """Verify (line number, row) pairs in order; a bad row yields a verdict with `error`, never raises."""
+    """Verify (line number, row) pairs in order with `env.verify` (the workplace's: it reads no more
+    of a task than its ground truth); a bad row yields a verdict with `error`, never raises."""
     for lineno, row in rows:
         rid = row.get("id", lineno) if isinstance(row, dict) else lineno
         try:
@@ -71,8 +71,9 @@ def verify_rollouts(
         except (TaskFormatError, ToolCallParseError, ValueError) as exc:  # RolloutRowError is a ValueError
             yield RolloutVerdict(lineno, rid, None, mode, error=str(exc))
             continue
+        task = Task(task_id, [], ground_truth=truth)
         start = time.perf_counter()
-        verdict = verify_calls(world, calls, truth, mode)
+        verdict = env.verify(task, calls, mode)
         elapsed = time.perf_counter() - start
         evidence = verdict.to_dict()
         for k in ("reward", "mode"):
