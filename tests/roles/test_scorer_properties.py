@@ -25,9 +25,10 @@ import pytest
 from officegym.core import registry
 from officegym.core.types import ToolCall, Verdict
 from officegym.envs.roles import council_model as council
-from officegym.envs.roles.base import INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES, Scenario, scenario_seed
+from officegym.envs.roles.base import Scenario
 from officegym.envs.roles.baseline_answers import GREEDY, random_answer
 from officegym.envs.roles.council_episode import CouncilEpisode, act
+from officegym.envs.roles.scenario_utils import INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES, scenario_seed
 from officegym.envs.roles.schema import schema_error
 
 FAST, FULL = 500, 10_000

@@ -31,6 +31,7 @@ from officegym.envs.roles.prose import (
     read_document,
     subset_of_id,
 )
+from officegym.envs.roles.scenario_utils import INFEASIBLE_SHARE, scenario_seed
 from officegym.envs.roles.schema import schema_error
 
 GENERATOR_VERSION = 1
@@ -39,11 +40,6 @@ ESCALATE = "escalate"
 # A claimed figure matches the recomputed one within 0.5 % (or half a unit for small values).
 CLAIM_RELATIVE = 0.005
 CLAIM_ABSOLUTE = 0.5
-# Scenarios built without a feasible answer (the right answer is to escalate): those whose seed is
-# 0, 1 or 2 modulo 40, i.e. 7.5 %. A scenario stays a function of its seed alone, and generate_tasks
-# spreads them evenly, so any run of tasks holds 7.5 % of them to within one task.
-INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES = 40, 3
-INFEASIBLE_SHARE = INFEASIBLE_RESIDUES / INFEASIBLE_MODULUS
 # The scripted baselines every role plays (policy specs greedy, role-random[:SEED], rule): baselines.py.
 BASELINES = ("greedy", "role-random", "rule")
 
@@ -429,39 +425,3 @@ class RoleEnvironment(BaseEnvironment):
                 "extra_answers": session.extra_answers, "components": grade.components, "evidence": grade.evidence,
             },
         )
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    """numerator / denominator in [0, 1], guarding a zero or negative denominator."""
-    if denominator <= 0 or not math.isfinite(numerator) or not math.isfinite(denominator):
-        return 0.0
-    return max(0.0, min(1.0, numerator / denominator))
-
-
-def infeasible_seed(seed: int) -> bool:
-    """Whether the scenario of `seed` is built infeasible (see INFEASIBLE_MODULUS)."""
-    return seed % INFEASIBLE_MODULUS < INFEASIBLE_RESIDUES
-
-
-def draw_scenario(role: str, seed: int, difficulty: int, draw: Any) -> tuple[dict[str, Any], random.Random]:
-    """`draw(rng, difficulty, infeasible)` retried until it returns a scenario, from an rng salted
-    with the role (the same seed gives unrelated scenarios per role); the rng goes on to the brief."""
-    rng = random.Random(f"{role}:{seed}")
-    infeasible = infeasible_seed(seed)
-    for _ in range(1000):
-        drawn = draw(rng, difficulty, infeasible)
-        if drawn is not None:
-            return drawn, rng
-    raise RuntimeError(f"no {role} scenario for seed {seed}, level {difficulty}")
-
-
-def scenario_seed(rng: random.Random, infeasible: bool) -> int:
-    """A fresh 48-bit scenario seed of the wanted kind."""
-    base = rng.getrandbits(48) // INFEASIBLE_MODULUS * INFEASIBLE_MODULUS
-    if infeasible:
-        return base + rng.randrange(INFEASIBLE_RESIDUES)
-    return base + INFEASIBLE_RESIDUES + rng.randrange(INFEASIBLE_MODULUS - INFEASIBLE_RESIDUES)
-
-
-def money(x: float) -> str:
-    return f"${x:,.0f}"

@@ -28,9 +28,7 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     calculate_tool,
     claim_matches,
-    draw_scenario,
     escalation_grade,
-    money,
     optimality_reward,
     read_tool,
     tool,
@@ -50,6 +48,7 @@ from officegym.envs.roles.coo_model import (  # noqa: F401  (re-exported: baseli
     solver_arguments,
 )
 from officegym.envs.roles.prose import TRAINED
+from officegym.envs.roles.scenario_utils import draw_scenario, money
 from officegym.envs.roles.solvers import meets_deadlines
 
 ROLE = "coo"

@@ -30,7 +30,6 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     calculate_tool,
     claim_matches,
-    draw_scenario,
     escalation_grade,
     optimality_reward,
     read_tool,
@@ -53,6 +52,7 @@ from officegym.envs.roles.cost_model import (  # noqa: F401  (re-exported: basel
     violations,
 )
 from officegym.envs.roles.prose import TRAINED
+from officegym.envs.roles.scenario_utils import draw_scenario
 
 ROLE = "cost"
 SUBMIT = "submit_plan"

@@ -19,16 +19,10 @@ from functools import lru_cache
 from typing import Any
 
 from officegym.core.types import ToolCall
-from officegym.envs.roles.base import (
-    ESCALATE,
-    Scenario,
-    draw_scenario,
-    infeasible_seed,
-    money,
-    tidy,
-)
+from officegym.envs.roles.base import ESCALATE, Scenario, tidy
 from officegym.envs.roles.cto import AVAILABILITIES, COMPONENTS, TAGS, VENDORS
 from officegym.envs.roles.names import company_and_product
+from officegym.envs.roles.scenario_utils import draw_scenario, infeasible_seed, money
 from officegym.envs.roles.solvers import min_cost_choice
 
 ROLE = "council"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from officegym.core.types import ToolResult
-from officegym.envs.roles.base import Grade, Scenario, claim_matches, money
+from officegym.envs.roles.base import Grade, Scenario, claim_matches
 from officegym.envs.roles.council_model import (
     MEDIATOR,
     MEMBERS,
@@ -32,6 +32,7 @@ from officegym.envs.roles.council_model import (
     objection_valid,
     tco,
 )
+from officegym.envs.roles.scenario_utils import money
 
 MIN_ROUNDS = 2  # one round to share facts, one to review a proposal
 CONSENSUS_BONUS, UNRESOLVED_PENALTY, ROUND_PENALTY, SCALE = 0.2, 0.1, 0.05, 1.2

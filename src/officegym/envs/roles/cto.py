@@ -26,9 +26,7 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     calculate_tool,
     claim_matches,
-    draw_scenario,
     escalation_grade,
-    money,
     optimality_reward,
     read_tool,
     tool,
@@ -51,6 +49,7 @@ from officegym.envs.roles.cto_model import (  # noqa: F401  (re-exported: baseli
     tco,
 )
 from officegym.envs.roles.prose import TRAINED
+from officegym.envs.roles.scenario_utils import draw_scenario, money
 
 ROLE = "cto"
 SUBMIT = "submit_architecture"

@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from officegym.envs.roles.base import money
+from officegym.envs.roles.scenario_utils import money
 from officegym.envs.roles.solvers import min_cost_choice
 
 COMPONENTS = (  # (component, on the critical path)

@@ -29,7 +29,6 @@ from officegym.envs.roles.base import (
     ToolRefusal,
     calculate_tool,
     claim_matches,
-    draw_scenario,
     escalation_grade,
     read_tool,
     tool,
@@ -57,6 +56,7 @@ from officegym.envs.roles.reconcile_model import (  # noqa: F401  (re-exported: 
     veto_text,
     vetoes,
 )
+from officegym.envs.roles.scenario_utils import draw_scenario
 
 ROLE = "reconcile"
 SUBMIT = "submit_resolution"

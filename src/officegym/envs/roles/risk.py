@@ -28,7 +28,6 @@ from officegym.envs.roles.base import (
     Scenario,
     ToolRefusal,
     calculate_tool,
-    draw_scenario,
     escalation_grade,
     read_tool,
     tool,
@@ -58,6 +57,7 @@ from officegym.envs.roles.risk_model import (  # noqa: F401  (re-exported: basel
     truth_of,
     version_tuple,
 )
+from officegym.envs.roles.scenario_utils import draw_scenario
 from officegym.envs.roles.schema import schema_error
 
 ROLE = "risk"
