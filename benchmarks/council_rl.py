@@ -85,7 +85,8 @@ def evaluate(label: str, seat_policy: Any, tasks: list[Any], args: argparse.Name
 
 
 def train(kind: str, out: Path, overrides: list[str]) -> Path:
-    from officegym.train.config import GRPORunConfig, SFTRunConfig, build_config
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.grpo import train_grpo
     from officegym.train.sft import train_sft
 

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from officegym.train.config import SFTRunConfig, build_config
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.data import make_environment
     from officegym.train.modeling import load_train_model, token_renderer
     from officegym.train.sft import build_examples, conversation_batches, nll_sum

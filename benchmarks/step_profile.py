@@ -57,7 +57,8 @@ def main() -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from officegym.train.config import SFTRunConfig, load_config
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import load_config
     from officegym.train.data import make_environment
     from officegym.train.forward import shared_prefix_length
     from officegym.train.modeling import load_train_model, token_renderer

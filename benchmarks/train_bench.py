@@ -39,7 +39,8 @@ def officegym_side(args: argparse.Namespace) -> list[dict[str, float]]:
     import torch
 
     torch.set_num_threads(args.threads)
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.grpo import train_grpo
 
     out = Path(tempfile.mkdtemp(prefix="train-bench-"))

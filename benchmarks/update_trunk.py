@@ -41,7 +41,8 @@ def main() -> None:
     import torch
     import yaml
 
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.data import load_tasks, make_environment, prepare_tasks, split_tasks
     from officegym.train.distributed import Dist
     from officegym.train.forward import forward_logprobs

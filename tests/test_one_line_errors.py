@@ -73,7 +73,8 @@ def test_plot_of_a_binary_metrics_file(tmp_path):
 
 
 def test_train_with_a_seed_no_generator_takes(tmp_path):
-    from officegym.train.config import ConfigError, GRPORunConfig, load_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="seed"):  # refused while reading the config: no training starts
         load_config(GRPORunConfig, None, [f"seed={10**30}"])

@@ -84,7 +84,8 @@ def test_verify_uses_and_checks_the_world_of_the_rollouts(made, cache, tmp_path)
     res = runner.invoke(app, ["verify", "--rollouts", str(rollouts), "--out", "-"])  # no --world: the rows' own world
     assert res.exit_code == 0, res.output
     verdicts = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
-    assert len(verdicts) == 3 and all(v["reward"] == 1.0 for v in verdicts)
+    n = len(tasks.read_text().splitlines())  # which of the 4 tasks land in train depends on the draw
+    assert n >= 1 and len(verdicts) == n and all(v["reward"] == 1.0 for v in verdicts)
     assert (cache / "worlds" / "seed1-small" / "world.json").exists()
 
     other = tmp_path / "world2"

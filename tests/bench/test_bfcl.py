@@ -269,7 +269,7 @@ def test_the_pipeline_runs_bfcl_with_the_stages_model_and_reports_the_change(tmp
     from officegym.bench.bfcl_pipeline import BfclSection, run_stage
     from officegym.pipeline import Pipeline, PipelineConfig
     from officegym.pipeline.report import write_pipeline_report
-    from officegym.train.config import build_config
+    from officegym.train.config_files import build_config
 
     out = tmp_path / "run"
     data = {"out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base", "report"],
@@ -295,7 +295,7 @@ def test_the_pipeline_runs_bfcl_with_the_stages_model_and_reports_the_change(tmp
 
 def test_a_pipeline_without_a_bfcl_section_runs_none_and_reports_none(tmp_path):
     from officegym.pipeline import Pipeline, PipelineConfig
-    from officegym.train.config import build_config
+    from officegym.train.config_files import build_config
 
     out = tmp_path / "run"
     data = {"out_dir": str(out), "model": "oracle", "stages": ["world", "tasks", "eval_base", "report"],

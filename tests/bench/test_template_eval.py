@@ -7,7 +7,7 @@ import json
 import pytest
 
 from officegym.pipeline import Pipeline, PipelineConfig
-from officegym.train.config import build_config
+from officegym.train.config_files import build_config
 
 
 def _run(tmp_path):

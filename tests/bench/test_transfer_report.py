@@ -9,7 +9,7 @@ import sys
 
 from officegym.core.rollout_row import RolloutRow
 from officegym.pipeline import Pipeline, PipelineConfig
-from officegym.train.config import build_config
+from officegym.train.config_files import build_config
 
 
 def test_transfer_report_prints_subsets_families_and_paired_tests(tmp_path, benchmark_script, capsys, monkeypatch):

@@ -11,7 +11,8 @@ from officegym.core import registry
 from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingParams
 from officegym.core.types import ToolCall
 from officegym.train import toy
-from officegym.train.config import GRPORunConfig, build_config
+from officegym.train.config import GRPORunConfig
+from officegym.train.config_files import build_config
 from officegym.train.ray_generation import start_generation
 from officegym.train.rollouts import collect, make_reward_fn
 
@@ -118,7 +119,8 @@ def test_the_rollout_phase_on_ray_returns_the_in_process_ledger(ray_cluster, by_
 
 
 def test_sft_refuses_ray_rollouts():
-    from officegym.train.config import ConfigError, SFTRunConfig
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import ConfigError
 
     with pytest.raises(ConfigError, match="SFT has no rollout phase"):
         build_config(SFTRunConfig, {}, ["rollout.backend=ray"])

@@ -43,7 +43,8 @@ def test_a_vllm_engine_actor_serves_the_rollout_phase_and_takes_pushed_weights(r
     import officegym.train.data  # noqa: F401  (registers toy_pick, as in the trainer)
     from officegym.core import registry
     from officegym.train import toy
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.ray_generation import TrainerEngine, start_generation
     from officegym.train.rollouts import collect
 

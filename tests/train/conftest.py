@@ -112,7 +112,8 @@ def toy_tasks(tmp_path_factory) -> Path:
 @pytest.fixture
 def make_cfg():
     """Build a run config from defaults suited to the tiny models plus dotted overrides."""
-    from officegym.train.config import GRPORunConfig, SFTRunConfig, build_config
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import build_config
 
     def build(kind: str, out_dir: Path, *overrides: str):
         model = GRPORunConfig if kind == "grpo" else SFTRunConfig

@@ -13,7 +13,8 @@ import torch
 def main() -> None:
     model_dir, out_path = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.distributed import setup, teardown
     from officegym.train.grpo_update import update_policy
     from officegym.train.ledger import LedgerRow

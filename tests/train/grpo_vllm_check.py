@@ -10,7 +10,8 @@ from pathlib import Path
 
 
 def main() -> None:
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.grpo import train_grpo
 
     model_dir, tasks, world, out = (Path(a) for a in sys.argv[1:5])

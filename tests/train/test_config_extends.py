@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from officegym.pipeline import load_pipeline_config
-from officegym.train.config import ConfigError
+from officegym.train.config_files import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,8 @@ def test_quickstart_rl_is_the_quickstart_under_its_old_name():
 
 def test_quickstart_all_demonstrated_is_the_previous_quickstart():
     """The recipe docs/archive/benchmarks-2026-11.md measured as configs/quickstart.yaml until 2026-11-29."""
-    from officegym.train.config import GRPORunConfig, build_config, merge_sections
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config, merge_sections
 
     previous = load_pipeline_config(str(ROOT / "configs" / "quickstart.yaml"), [
         "out_dir=runs/quickstart_all_demonstrated", "tasks.n=500", "tasks.demonstrated=null",

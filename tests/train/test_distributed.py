@@ -60,7 +60,8 @@ def test_two_ranks_take_the_single_process_update(tmp_path, tiny_model_dir):
 def _run_start(model_dir: Path):
     import torch
 
-    from officegym.train.config import GRPORunConfig, build_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.modeling import load_train_model
 
     cfg = build_config(GRPORunConfig, {}, [f"model.name={model_dir}", "model.device=cpu", "model.threads=1"])

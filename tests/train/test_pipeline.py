@@ -7,7 +7,7 @@ import json
 import pytest
 
 from officegym.pipeline import STAGES, Pipeline, PipelineConfig, load_pipeline_config
-from officegym.train.config import build_config
+from officegym.train.config_files import build_config
 
 
 def _cfg(out, model, *extra):
@@ -57,7 +57,8 @@ def test_pipeline_runs_every_stage_then_resumes_by_skipping_them(tmp_path, tiny_
 def test_configs_in_the_repo_load(tmp_path):
     from pathlib import Path
 
-    from officegym.train.config import GRPORunConfig, SFTRunConfig, merge_sections
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import merge_sections
 
     root = Path(__file__).resolve().parents[2] / "configs"
     for name in ("quickstart", "quickstart_rl", "quickstart_all_demonstrated", "single_gpu", "nemotron_nano_9b",
@@ -70,7 +71,7 @@ def test_configs_in_the_repo_load(tmp_path):
 
 
 def test_forced_sections_merge_at_every_depth():
-    from officegym.train.config import merge_sections
+    from officegym.train.config_files import merge_sections
 
     base = {"grpo": {"max_steps": 30, "sft_mix": {"coef": 1.0, "examples": 4}}, "data": {"tasks": "a"}}
     out = merge_sections(base, {"grpo": {"sft_mix": {"templates": ["t"]}}, "data": {"tasks": "b"}, "out_dir": "o"})
@@ -80,7 +81,7 @@ def test_forced_sections_merge_at_every_depth():
 
 
 def test_a_bad_override_names_the_key():
-    from officegym.train.config import ConfigError
+    from officegym.train.config_files import ConfigError
 
     with pytest.raises(ConfigError, match=r"tasks\.m"):
         build_config(PipelineConfig, {}, ["tasks.m=3"])

@@ -10,7 +10,7 @@ import pytest
 from officegym.pipeline import Pipeline, PipelineConfig, load_pipeline_config
 from officegym.pipeline.config import PipelineError
 from officegym.pipeline.resume import RECORD, stage_inputs, stale
-from officegym.train.config import build_config, save_config
+from officegym.train.config_files import build_config, save_config
 
 
 def _p(*overrides: str) -> Pipeline:

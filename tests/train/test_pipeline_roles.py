@@ -19,7 +19,7 @@ from officegym.pipeline import (
     load_pipeline_config,
 )
 from officegym.pipeline.training import train_data
-from officegym.train.config import build_config, merge_sections
+from officegym.train.config_files import build_config, merge_sections
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ("cto", "coo", "reconcile", "risk", "cost")
@@ -214,7 +214,7 @@ def test_a_run_folder_of_one_environment_is_not_resumed_for_another(tmp_path):
 
 
 def test_bad_task_settings_name_the_key():
-    from officegym.train.config import ConfigError
+    from officegym.train.config_files import ConfigError
 
     with pytest.raises(ConfigError, match=r"tasks\.difficulty"):
         build_config(PipelineConfig, {}, ["tasks.difficulty=[3, 1]"])

@@ -12,7 +12,7 @@ from officegym.core.rollout_row import RolloutRow
 from officegym.pipeline import Pipeline, PipelineConfig
 from officegym.pipeline.report_subsets import subset_rows, subset_tests
 from officegym.pipeline.training import train_data
-from officegym.train.config import build_config
+from officegym.train.config_files import build_config
 
 TEMPLATES = ["email.send_to_address", "email.send_to_person", "email.delete_last_from", "calendar.cancel_next_with",
              "project_management.cond_overdue_review", "customer_relationship_manager.cond_lead_qualified",

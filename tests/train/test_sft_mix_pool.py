@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from officegym.pipeline import Pipeline, PipelineConfig
-from officegym.train.config import GRPORunConfig, build_config
+from officegym.train.config import GRPORunConfig
+from officegym.train.config_files import build_config
 from officegym.train.data import DataError, load_tasks, prepare_tasks, split_tasks, template_of
 from officegym.train.grpo import sft_mix_tasks
 

@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 
 
 def test_config_overrides_and_errors(tmp_path):
-    from officegym.train.config import ConfigError, GRPORunConfig, load_config
+    from officegym.train.config import GRPORunConfig
+    from officegym.train.config_files import ConfigError, load_config
 
     path = tmp_path / "c.yaml"
     path.write_text("grpo: {num_prompts_per_step: 2}\nlora: {enabled: true}\n")
@@ -165,7 +166,8 @@ def toy_sft_model(tmp_path_factory, toy_model_dir):
     """SFT warm start on the pick task (format only: every SFT task picks 0..9 uniformly)."""
     from officegym.core.task import write_jsonl
     from officegym.train import toy
-    from officegym.train.config import SFTRunConfig, build_config
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import build_config
     from officegym.train.sft import train_sft
 
     root = tmp_path_factory.mktemp("toy-sft")
@@ -364,7 +366,8 @@ def test_validation_episodes_take_their_own_limits(make_cfg, tmp_path):
 
 
 def test_a_partial_sft_section_keeps_sfts_own_defaults_for_the_other_keys(tmp_path):
-    from officegym.train.config import SFTRunConfig, build_config
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import build_config
 
     cfg = build_config(SFTRunConfig, {"out_dir": str(tmp_path), "checkpoint": {"every": 12, "keep_top_k": 1},
                                       "validation": {"every": 0}, "optim": {"lr": 5e-4}})

@@ -17,7 +17,7 @@ def pipeline(
     """World -> tasks -> baselines -> eval -> SFT -> eval -> GRPO -> eval -> report, resumable: rerun to continue.
     `env: roles/<role>` (configs/roles_*.yaml) trains an executive role."""
     from officegym.pipeline import Pipeline, PipelineError, load_pipeline_config
-    from officegym.train.config import ConfigError
+    from officegym.train.config_files import ConfigError
 
     try:
         cfg = load_pipeline_config(str(config) if config else None, overrides or [])

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from officegym.bench.bfcl_pipeline import BfclSection
 from officegym.eval.defaults import EVAL_DEFAULTS
-from officegym.train.config import load_config
+from officegym.train.config_files import load_config
 
 STAGES = ("world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report")
 Stage = Literal["world", "tasks", "baselines", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "review", "report"]

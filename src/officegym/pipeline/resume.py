@@ -48,7 +48,8 @@ def _training(section: str, value: dict[str, Any]) -> dict[str, Any]:
     """The sft or grpo section with its defaults filled in, as dotted keys, less what is ignored."""
     from pydantic import ValidationError
 
-    from officegym.train.config import ConfigError, GRPORunConfig, SFTRunConfig, build_config, merge_sections
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import ConfigError, build_config, merge_sections
 
     try:
         cls = SFTRunConfig if section == "sft" else GRPORunConfig

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from officegym.core.files import atomic_write, load_appendable_jsonl
 from officegym.pipeline.config import PipelineConfig, PipelineError
-from officegym.train.config import merge_sections
+from officegym.train.config_files import merge_sections
 
 
 class ReviewHost(Protocol):

@@ -33,7 +33,7 @@ from officegym.pipeline.report import write_pipeline_report
 from officegym.pipeline.resume import check as check_resume
 from officegym.pipeline.resume import record
 from officegym.pipeline.review import run_review_rounds
-from officegym.train.config import save_config
+from officegym.train.config_files import save_config
 
 
 class Pipeline(RunContext):

@@ -8,7 +8,7 @@ from typing import Any
 
 from officegym.pipeline.context import RunContext
 from officegym.pipeline.evaluation import evaluate
-from officegym.train.config import build_config, merge_sections
+from officegym.train.config_files import build_config, merge_sections
 
 
 def sft(ctx: RunContext) -> None:

@@ -31,7 +31,9 @@ class Deduper:
     def reason(self, template: str, query: str, calls: Sequence[ToolCall]) -> str | None:
         if normalise_query(query) in self.queries:
             return "duplicate_query"
-        if (template, calls_key(calls)) in self.truths:
+        # an empty ground truth (a request answered in words) says nothing about the task: only
+        # its query can repeat
+        if calls and (template, calls_key(calls)) in self.truths:
             return "duplicate_ground_truth"
         return None
 

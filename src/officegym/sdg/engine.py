@@ -54,7 +54,9 @@ class Accepted:
 
     @property
     def do_nothing(self) -> bool:
-        return self.writes == 0
+        """A "change nothing" task: no write because a condition fails or nothing matches. A request
+        no tool serves (answered in words) is not one: it has its own template and share."""
+        return self.writes == 0 and self.candidate.reply is None
 
 
 @dataclass
@@ -145,9 +147,10 @@ def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, repor
         reject(dup, cand.query)
         return None
     writes = sum(source.sandbox.is_write(c.name) for c in cand.calls)
-    if (writes == 0) in full:
+    if (writes == 0 and cand.reply is None) in full:
         return None  # this template has its share of tasks of this kind (per_template_max)
-    if writes == 0 and report.accepted and report.do_nothing / len(report.accepted) >= do_nothing_max:
+    if (writes == 0 and cand.reply is None and report.accepted
+            and report.do_nothing / len(report.accepted) >= do_nothing_max):
         return None  # enough do-nothing tasks for now; not a defect, so not counted as a rejection
     problem = validate(cand, source.sandbox)
     if problem:
@@ -157,5 +160,5 @@ def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, repor
     reads = len(cand.calls) - writes
     kept = Accepted(cand, reads, writes, difficulty(reads, writes, len(cand.domains), cand.conditions, cand.date_steps))
     report.accepted.append(kept)
-    report.do_nothing += writes == 0
+    report.do_nothing += kept.do_nothing
     return kept

@@ -74,6 +74,7 @@ class Candidate:
     tempting: list[ToolCall] = field(default_factory=list)
     slots: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    reply: str | None = None  # the right answer is this text and no call (a request no tool serves)
 
 
 @dataclass
@@ -128,6 +129,11 @@ def replay(sandbox: Sandbox, calls: Sequence[ToolCall], check_ids: bool = True) 
 
 def validate(candidate: Candidate, sandbox: Sandbox) -> Rejection | None:
     """None when the candidate passes every check, else the first rejection."""
+    if candidate.reply is not None:
+        # nothing to replay: any write the agent makes changes the state, and the verifier sees it
+        if candidate.calls or not candidate.reply.strip():
+            return Rejection("template_error", "a task answered in words has no calls and a non-empty reply")
+        return None
     specs = sandbox.specs()
     rejection = check_schema(candidate.calls, specs)
     if rejection:

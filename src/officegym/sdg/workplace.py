@@ -150,7 +150,7 @@ class WorkplaceSource:
             template=template_id, category=tpl.category, domains=tpl.domains, query=query, calls=list(plan.calls),
             world_id=self.world_id, phrasing=index, conditions=plan.conditions, date_steps=plan.date_steps,
             trigger=plan.trigger, trigger_expected=plan.trigger_expected, tempting=list(plan.tempting),
-            slots=dict(plan.slots), meta=meta,
+            slots=dict(plan.slots), meta=meta, reply=plan.reply,
         )
 
 
@@ -190,6 +190,8 @@ def task_row(c: Candidate, *, now: str, tools: str, difficulty: int, reads: int,
         "tools_offered": tools,
         "subset": subset,
     }
+    if c.reply is not None:
+        row["reply"] = c.reply
     if wording is not None:
         row["wording"] = wording.key()
         row["wording_features"] = list(wording.features())

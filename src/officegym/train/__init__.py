@@ -16,7 +16,7 @@ _EXPORTS = {
     "ledger_rows": "ledger", "mask_spans": "ledger",
     "LossOutput": "losses", "aggregate": "losses", "entropy_from_logits": "losses", "global_normaliser": "losses",
     "policy_loss": "losses", "token_logprobs": "losses",
-    "GRPORunConfig": "config", "SFTRunConfig": "config", "load_config": "config",
+    "GRPORunConfig": "config", "SFTRunConfig": "config", "load_config": "config_files",
     "train_grpo": "grpo", "train_sft": "sft", "train_app": "cli", "plot_run": "plot",
 }
 

@@ -22,7 +22,8 @@ def _fail(message: str) -> None:
 
 
 def _run(kind: str, config: Path | None, overrides: list[str] | None) -> None:
-    from officegym.train.config import ConfigError, GRPORunConfig, SFTRunConfig, load_config
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import ConfigError, load_config
     from officegym.train.data import DataError
     from officegym.train.grpo import TrainingSetupError
     from officegym.train.modeling import ModelSetupError

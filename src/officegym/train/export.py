@@ -27,7 +27,8 @@ def pick_checkpoint(run_dir: Path, step: int | None) -> CheckpointInfo:
 def export_checkpoint(run_dir: Path, out: Path, step: int | None = None) -> tuple[Path, int]:
     """Merge checkpoint `step` of the run (its config.yaml says the model and the adapter) into
     `out`; returns (out, step). An existing `out` is replaced only when it is an earlier export."""
-    from officegym.train.config import GRPORunConfig, SFTRunConfig, load_config
+    from officegym.train.config import GRPORunConfig, SFTRunConfig
+    from officegym.train.config_files import load_config
     from officegym.train.modeling import load_train_model, token_renderer
 
     run_dir, out = Path(run_dir), Path(out)

@@ -14,7 +14,8 @@ from typing import Any
 from officegym.core import registry
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, read_text
 from officegym.train.checkpoint import find_checkpoints
-from officegym.train.config import RunConfig, config_changes, config_dict, save_config
+from officegym.train.config import RunConfig
+from officegym.train.config_files import config_changes, config_dict, save_config
 
 log = logging.getLogger(__name__)
 

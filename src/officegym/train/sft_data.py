@@ -61,8 +61,15 @@ class BuildReport:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
 
+def reply_of(task: Task | None) -> str | None:
+    """The text a task is answered with when no tool serves it (its row's `reply`), else None."""
+    reply = task.metadata.get("reply") if task is not None else None
+    return reply if isinstance(reply, str) and reply.strip() else None
+
+
 class GroundTruthPolicy(Policy):
-    """Makes a task's ground-truth calls (all in turn 0, or one per turn), then answers."""
+    """Makes a task's ground-truth calls (all in turn 0, or one per turn), then answers (with the
+    task's own reply when it has one: a request no tool serves)."""
 
     name = "ground_truth"
 
@@ -80,14 +87,15 @@ class GroundTruthPolicy(Policy):
                 chosen = truth[r.turn : r.turn + 1]
             calls = [c.with_id(f"call_{r.turn}_{i}")
                      for i, c in enumerate(chosen)]
-            out.append(Completion(text="", tool_calls=calls) if calls else Completion(text=self.final_answer))
+            answer = reply_of(r.task) or self.final_answer
+            out.append(Completion(text="", tool_calls=calls) if calls else Completion(text=answer))
         return out
 
 
 def ground_truth_conversations(env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
                                max_tool_output_chars: int | None, report: BuildReport) -> list[Conversation]:
     """Replay each task's ground truth through the agent loop; keep the replays the verifier accepts."""
-    usable = [t for t in tasks if t.ground_truth]
+    usable = [t for t in tasks if t.ground_truth or reply_of(t)]
     for _ in range(len(tasks) - len(usable)):
         report.drop("no ground truth")
     longest = max((len(t.ground_truth) for t in usable), default=0)

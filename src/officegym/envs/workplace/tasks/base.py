@@ -38,6 +38,7 @@ class Plan:
     trigger_expected: bool | None = None  # what the trigger must say in this world
     tempting: list[ToolCall] = field(default_factory=list)  # the write a do-nothing task must NOT do
     phrasing: int | None = None  # force a phrasing (e.g. one that fits the date form chosen)
+    reply: str | None = None  # a request no tool serves: answer with this text and call nothing
 
 
 @dataclass(frozen=True)
