@@ -10,6 +10,7 @@ from officegym.envs.workplace.tasks import (  # noqa: F401  (registers the templ
     crm_templates,
     email_templates,
     multi_templates,
+    out_of_scope,
     pm_templates,
 )
 from officegym.envs.workplace.tasks.base import TEMPLATES, NoTask, Plan, Template, template
