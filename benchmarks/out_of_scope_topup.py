@@ -57,7 +57,8 @@ def main() -> None:
 
     from officegym.core.files import atomic_write
     from officegym.sdg.dataset import build_dataset
-    from officegym.train.config import SFTRunConfig, load_config
+    from officegym.train.config import SFTRunConfig
+    from officegym.train.config_files import load_config
     from officegym.train.sft import train_sft
 
     run, out = Path(args.run), Path(args.out)
