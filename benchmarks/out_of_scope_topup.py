@@ -61,7 +61,7 @@ def main() -> None:
     from officegym.train.config_files import load_config
     from officegym.train.sft import train_sft
 
-    run, out = Path(args.run), Path(args.out)
+    run, out = Path(args.run).resolve(), Path(args.out).resolve()
     cfg = load_config(SFTRunConfig, run / "sft" / "config.yaml", [])
     batch = cfg.sft.batch_size
     n_oos = round(args.steps * batch * args.share)
@@ -77,7 +77,7 @@ def main() -> None:
     tasks.mkdir(parents=True, exist_ok=True)
     for name, rows in (("out_of_scope_train", oos_train), ("out_of_scope_test", oos_test), ("train", mix)):
         atomic_write(tasks / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    overrides = [f"out_dir={out / 'sft'}", f"model.name={args.model}", f"data.tasks={tasks / 'train.jsonl'}",
+    overrides = [f"out_dir={out / 'sft'}", f"model.name={args.model}", f"data.tasks={tasks / 'train.jsonl'}", f"data.world={run / 'world'}",
                  "data.val_tasks=null", f"sft.max_steps={args.steps}", "optim.lr=3.0e-4", "optim.min_lr=1.0e-4",
                  "optim.warmup_steps=2", f"checkpoint.every={args.steps}", "checkpoint.keep_top_k=2"]
     cfg = load_config(SFTRunConfig, run / "sft" / "config.yaml", overrides)
