@@ -205,7 +205,7 @@ def plot_curves(out: Path, seeds: list[int], path: Path) -> Path | None:
     """Each seed's GRPO validation accuracy (solid) and its control's (dashed, same colour) by step,
     written to `path` as a PNG; None when no run has a validation curve."""
     from officegym.eval.plots import available, lines_png
-    from officegym.pipeline.report import validation_series
+    from officegym.pipeline.run_results import validation_series
 
     runs = [(f"seed {s}", _folder(out, s), k, "-") for k, s in enumerate(seeds)]
     runs += [(f"control {s}", _folder(out, _control(s)), k, "--") for k, s in enumerate(seeds)]

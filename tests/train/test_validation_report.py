@@ -8,7 +8,8 @@ import json
 import pytest
 
 from officegym.eval.stats import wilson_interval
-from officegym.pipeline.report import validation_series, write_pipeline_report
+from officegym.pipeline.report import write_pipeline_report
+from officegym.pipeline.run_results import validation_series
 
 
 def _metrics(run, records):

@@ -6,12 +6,12 @@ Where the verifier grades (the role environments: rewards in [0, 1]), the table 
 reward and its 95% interval, then the share fully right, the reward per difficulty level and the
 verdicts' labels; the paired tests compare mean rewards (sign-flip test, eval/stats.py) as well as
 the share fully right (exact McNemar). The workplace's 0/1 rewards keep the accuracy table.
+What the run's evaluations say is read and compared in pipeline/run_results.py; this module renders it.
 """
 
 from __future__ import annotations
 
 import html
-import itertools
 import json
 import statistics
 from collections import Counter, defaultdict
@@ -19,83 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from officegym.core.files import atomic_write
-from officegym.core.rollout_row import RolloutRow, officegym_of
+from officegym.core.rollout_row import RolloutRow
 from officegym.eval.stats import paired_reward_verdict, paired_verdict
 from officegym.pipeline.cells import acc_cell as _acc_cell
 from officegym.pipeline.cells import pct as _pct
 from officegym.pipeline.report_subsets import NOTE as SUBSET_NOTE
 from officegym.pipeline.report_subsets import subset_rows, subset_tests
-
-EVALS = (("eval_base", "untrained"), ("eval_sft", "after SFT"), ("eval_grpo", "after GRPO"))
-BASELINE = " (baseline)"
-
-
-def _baseline_folders(out: Path) -> list[tuple[Path, str]]:
-    """(folder, label) of each finished baseline evaluation, by folder name."""
-    found = []
-    for path in sorted(out.glob("baselines/*/metrics.json")):
-        folder = path.parent
-        try:
-            policy = json.loads((folder / "run.json").read_text()).get("policy") or folder.name
-        except (OSError, ValueError, AttributeError):
-            policy = folder.name
-        found.append((folder, f"{policy}{BASELINE}"))
-    return found
-
-
-def _folders(out: Path) -> list[tuple[Path, str]]:
-    """(folder, label) of every finished evaluation: the models in stage order, each review round's,
-    then the baselines."""
-    found = [(out / folder, label) for folder, label in EVALS if (out / folder / "metrics.json").exists()]
-    for path in sorted(out.glob("review/round_*/eval/metrics.json")):
-        found.append((path.parent, f"after review round {int(path.parent.parent.name.removeprefix('round_'))}"))
-    return found + _baseline_folders(out)
-
-
-def _load(out: Path) -> dict[str, dict[str, Any]]:
-    found = {}
-    for folder, label in _folders(out):
-        try:
-            found[label] = json.loads((folder / "metrics.json").read_text())
-        except ValueError:
-            continue
-    return found
-
-
-def _rows(folder: Path) -> list[dict[str, Any]]:
-    from officegym.core.files import load_appendable_jsonl
-
-    path = folder / "rollouts.jsonl"
-    return load_appendable_jsonl(path) if path.exists() else []
-
-
-def _verdict(row: dict[str, Any]) -> dict[str, Any]:
-    verdict = officegym_of(row).get("verdict")
-    return verdict if isinstance(verdict, dict) else {}
-
-
-def is_graded(rows_by_label: dict[str, list[dict[str, Any]]]) -> bool:
-    """Whether the verifier of these evaluations grades (says so in its verdicts), so the report
-    compares mean rewards rather than 0/1 accuracy alone."""
-    return any(_verdict(r).get("graded") for rows in rows_by_label.values() for r in rows)
-
-
-def _timings(out: Path) -> dict[str, float]:
-    try:
-        raw = json.loads((out / "timings.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)} if isinstance(raw, dict) else {}
-
-
-def _rounds(out: Path) -> list[dict[str, Any]]:
-    rounds = []
-    for path in sorted(out.glob("review/round_*/summary.json")):
-        try:
-            rounds.append(json.loads(path.read_text()))
-        except ValueError:
-            continue
-    return rounds
+from officegym.pipeline.run_results import (
+    evaluation_folders,
+    is_graded,
+    load_metrics,
+    model_pairs,
+    paired_tests,
+    review_rounds,
+    rollout_rows,
+    stage_timings,
+    stages_not_needed,
+    validation_series,
+    verdict_of,
+)
 
 
 def review_lines(rounds: list[dict[str, Any]]) -> list[str]:
@@ -143,7 +85,7 @@ def graded_rows(metrics: dict[str, dict[str, Any]], rows_by_label: dict[str, lis
         levels: dict[int, list[float]] = defaultdict(list)
         counts: Counter = Counter()
         for r in rows_by_label.get(label, []):
-            v = _verdict(r)
+            v = verdict_of(r)
             level = r.get("difficulty")
             if isinstance(level, int):
                 levels[level].append(float(RolloutRow(r).reward or 0.0))
@@ -195,60 +137,6 @@ def summary_rows(metrics: dict[str, dict[str, Any]],
     return ["", *labels], rows
 
 
-def comparison_pairs(out: Path) -> list[tuple[tuple[Path, str], tuple[Path, str]]]:
-    """Which evaluations are compared: each model stage with the one before it, the untrained model
-    with the last trained one (when a stage lies between), and each baseline with the last model."""
-    models = [(out / folder, label) for folder, label in EVALS if (out / folder / "rollouts.jsonl").exists()]
-    pairs = list(itertools.pairwise(models))
-    if len(models) >= 3:
-        pairs.append((models[0], models[-1]))
-    if len(models) >= 2:
-        pairs += [(b, models[-1]) for b in _baseline_folders(out) if (b[0] / "rollouts.jsonl").exists()]
-    return pairs
-
-
-def _model_pairs(out: Path) -> list[tuple[str, list[dict[str, Any]], str, list[dict[str, Any]]]]:
-    """The compared pairs of model stages (no baselines) with their rollouts."""
-    def rows(folder: Path) -> list[dict[str, Any]]:
-        try:
-            return _rows(folder)
-        except ValueError:
-            return []
-    return [(la, rows(fa), lb, rows(fb)) for (fa, la), (fb, lb) in comparison_pairs(out)
-            if "baselines" not in (fa.parent.name, fb.parent.name)]
-
-
-def paired_tests(out: Path, graded: bool | None = None) -> list[dict[str, Any]]:
-    """The comparisons of `comparison_pairs` on the tasks both evaluations ran, from rollouts.jsonl:
-    the share fully right (exact McNemar) under "accuracy", and where the verifier grades (`graded`;
-    None: ask the rollouts) the mean reward (paired sign-flip test) under "reward"."""
-    from officegym.eval.stats import paired_outcomes, paired_rewards
-
-    tests = []
-    cache: dict[Path, list[dict[str, Any]]] = {}
-    for (fa, la), (fb, lb) in comparison_pairs(out):
-        for folder in (fa, fb):
-            if folder not in cache:
-                try:
-                    cache[folder] = _rows(folder)
-                except ValueError:
-                    cache[folder] = []
-        rows_a, rows_b = cache[fa], cache[fb]
-        if graded is None:
-            graded = is_graded({"a": rows_a, "b": rows_b})
-        try:
-            cmp = paired_outcomes(rows_a, rows_b)
-        except ValueError:
-            continue
-        if not cmp.n:
-            continue
-        test: dict[str, Any] = {"from": la, "to": lb, "accuracy": {"from": la, "to": lb, **cmp.as_dict()}}
-        if graded:
-            test["reward"] = {"from": la, "to": lb, **paired_rewards(rows_a, rows_b).as_dict()}
-        tests.append(test)
-    return tests
-
-
 def _sentences(test: dict[str, Any]) -> list[str]:
     out = [paired_reward_verdict(test["reward"])] if "reward" in test else []
     accuracy = paired_verdict(test["accuracy"])
@@ -258,9 +146,9 @@ def _sentences(test: dict[str, Any]) -> list[str]:
 def headline(out: Path) -> list[str]:
     """The lines a pipeline prints at its end: each evaluation's mean reward (where the verifier
     grades) and accuracy, and each paired test."""
-    metrics = _load(out)
+    metrics = load_metrics(out)
     tests = paired_tests(out)
-    graded = any("reward" in t for t in tests) or is_graded({label: _rows(folder)[:50] for folder, label in _folders(out)})
+    graded = any("reward" in t for t in tests) or is_graded({label: rollout_rows(folder)[:50] for folder, label in evaluation_folders(out)})
     lines = []
     for label, m in metrics.items():
         acc = _acc_cell({"accuracy": m.get("accuracy"), "ci95": m.get("accuracy_ci95"), "n": m.get("rollouts")})
@@ -276,51 +164,6 @@ def _sft_data_line(out: Path) -> str:
         return ""
     return (f"SFT imitated the oracle's rollouts on the {m.get('tasks', '?')} train tasks (`sft_data/`), "
             f"{_pct(m.get('accuracy'))} of them fully rewarded (SFT keeps those that reach `sft.min_reward`).")
-
-
-def _not_needed(out: Path) -> dict[str, str]:
-    try:
-        record = json.loads((out / "stages.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    found = record.get("not_needed") if isinstance(record, dict) else None
-    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-def _validation_rollouts(out: Path) -> dict[int, int]:
-    """Validation rollouts per step, counted in val_rollouts.jsonl (runs from before `val/rollouts`)."""
-    from officegym.core.files import read_jsonl_text
-
-    counts: dict[int, int] = {}
-    path = out / "grpo" / "val_rollouts.jsonl"
-    for line in read_jsonl_text(path) if path.is_file() else []:
-        try:
-            step = officegym_of(json.loads(line)).get("step")
-        except ValueError:
-            continue  # a torn last line: the run may still be appending (read only here)
-        if isinstance(step, int):
-            counts[step] = counts.get(step, 0) + 1
-    return counts
-
-
-def validation_series(out: Path) -> list[tuple[int, float, float | None, float | None]]:
-    """(step, accuracy, 95% Wilson low, high) of GRPO's validation; the interval is None where the
-    number of validation rollouts is unknown."""
-    from officegym.eval.stats import wilson_interval
-    from officegym.train.tracking import read_metrics
-
-    if not (out / "grpo" / "metrics.jsonl").exists():
-        return []
-    records = [r for r in read_metrics(out / "grpo") if isinstance(r.get("val/accuracy"), int | float)]
-    logged = all(isinstance(r.get("val/rollouts"), int | float) for r in records)
-    counted = {} if logged else _validation_rollouts(out)
-    series = []
-    for r in records:
-        step, acc = int(r["step"]), float(r["val/accuracy"])
-        n = int(r.get("val/rollouts") or counted.get(step, 0))
-        lo, hi = wilson_interval(round(acc * n), n) if n > 0 else (None, None)
-        series.append((step, acc, lo, hi))
-    return series
 
 
 VAL_NOTE = ("Rollouts on the validation tasks (greedy unless validation.temperature is set) every few steps "
@@ -395,8 +238,8 @@ def bfcl_tables(out: Path) -> list[tuple[str, list[list[str]]]]:
 
 
 def write_pipeline_report(out: Path) -> tuple[Path, Path]:
-    metrics = _load(out)
-    rows_by_label = {label: _rows(folder) for folder, label in _folders(out) if label in metrics}
+    metrics = load_metrics(out)
+    rows_by_label = {label: rollout_rows(folder) for folder, label in evaluation_folders(out) if label in metrics}
     graded = is_graded(rows_by_label)
     header, rows = summary_rows(metrics, rows_by_label) if metrics else (["", "(no evaluations yet)"], [])
     tests = paired_tests(out, graded)
@@ -409,17 +252,17 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     intro = ("Mean reward with its 95% interval (bootstrap over tasks for graded rewards, Wilson for 0/1), the "
              "share fully right with its Wilson interval, and the number of rollouts." if graded
              else "Accuracy with its 95% Wilson interval and the number of rollouts.")
-    not_needed = _not_needed(out)
+    not_needed = stages_not_needed(out)
     val_series = validation_series(out)
     val_plot = write_validation_plot(out, val_series)
     plots = ([val_plot.relative_to(out)] if val_plot else []) + [
         p.relative_to(out) for stage in ("sft", "grpo", "review/round_*/grpo") for p in sorted(out.glob(f"{stage}/plots/*.png"))]
-    links = [(label, f"{folder.relative_to(out).as_posix()}/report.html") for folder, label in _folders(out)
+    links = [(label, f"{folder.relative_to(out).as_posix()}/report.html") for folder, label in evaluation_folders(out)
              if (folder / "report.html").exists()]
     md = ["# officegym pipeline report", "", f"Run folder: `{out}`. Config: `config.yaml`.", "",
           "## Before and after", "", intro, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(r) + " |" for r in rows]
-    sub_rows, sub_tests = (subset_rows(metrics), subset_tests(out, _model_pairs(out))) if metrics and not graded else ([], [])
+    sub_rows, sub_tests = (subset_rows(metrics), subset_tests(out, model_pairs(out))) if metrics and not graded else ([], [])
     if sub_rows:
         md += ["", "## What transfers: each subset apart", "", SUBSET_NOTE, "", "| " + " | ".join(header) + " |",
                "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in sub_rows]
@@ -436,10 +279,10 @@ def write_pipeline_report(out: Path) -> tuple[Path, Path]:
     for title, bfcl_rows in bfcl:
         md += ["", f"## {title} (same entries)", "", "| " + " | ".join(BFCL_HEADER) + " |", "|" + "---|" * len(BFCL_HEADER)]
         md += ["| " + " | ".join(r) + " |" for r in bfcl_rows]
-    rounds = _rounds(out)
+    rounds = review_rounds(out)
     if rounds:
         md += ["", *review_lines(rounds)]
-    timings = _timings(out)
+    timings = stage_timings(out)
     if timings or not_needed:
         md += ["", "## Time per stage", "", "| stage | seconds |", "|---|---:|"]
         md += [f"| {k} | not needed: {why} |" for k, why in not_needed.items()]
