@@ -130,6 +130,24 @@ def test_escalation_rules_follow_the_scenario_and_the_answer(role_rows):
     assert all(seen.values()), seen  # the baselines make every kind of escalation decision
 
 
+REPLAYED = {"verifier_error", "distinct_rewarded_states", "oracle_fails", "all_fail_unchecked"}
+
+
+def _rule_codes(codes: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {t: [c for c in v if c not in REPLAYED] for t, v in codes.items() if set(v) - REPLAYED}
+
+
+def test_without_replay_the_role_rules_still_apply(role_rows):
+    """With replay off the rules come from the environment the task names (built without a world);
+    only the replay-based checks go."""
+    for name in ROLES:
+        rows = role_rows[(name, "greedy")]
+        refs = [RolloutRef(r, "rollouts.jsonl", i + 1) for i, r in enumerate(rows)]
+        off = _codes(flag_rows(refs, FlagConfig(audit_share=0.0, replay=False)))
+        on = _codes(_flag(rows))
+        assert _rule_codes(off) == _rule_codes(on) and _rule_codes(on), name
+
+
 def test_low_margin_marks_near_ties_and_partial_credit_only(role_rows):
     config = FlagConfig()
     near_optimal = partial = 0

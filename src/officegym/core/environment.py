@@ -23,7 +23,13 @@ caller probes attributes with `getattr` or compares environment names:
 - `seat_baseline(seat, kind)` and `seat_turn(seat, kind, request, max_rounds)`: the scripted policies
   a multi-agent environment's seats may be given (agent/council_seats.py asks);
 - `asession(task)` and `averify(task, calls, mode)`: what the agent loop awaits; in process the
-  sync `session` and `verify`, over the network (server/client.py's RemoteEnvironment) the requests.
+  sync `session` and `verify`, over the network (server/client.py's RemoteEnvironment) the requests;
+- for the review queue: `graded_answers` (the answer tools whose verdicts are graded),
+  `review_findings(task, verdict, calls, bands)` (what a reviewer should look at in a graded
+  verdict), `decision_key(calls)` (what rewarded rollouts are compared on), and for a multi-agent
+  environment `replay_episode` (its logged acts, or a rollout's calls, made again: an
+  `EpisodeReplay`), `act_call(act)` and `decision_plan(calls, proposals)` (a corrected decision as
+  single-agent calls).
 
 Build environments with `registry.make(name, world=..., mode=...)`, which turns every failure
 (unknown name, a world the environment cannot load or does not take, an unknown mode) into one
@@ -33,7 +39,8 @@ Build environments with `registry.make(name, world=..., mode=...)`, which turns 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,6 +57,21 @@ class EnvironmentSetupError(ValueError):
     """An environment that cannot be built as asked; the message says why."""
 
 
+Finding = tuple[str, str]  # (reason code, detail) for the review queue
+
+
+@dataclass
+class EpisodeReplay:
+    """What `replay_episode` gives: the replayed state as plain data the review page shows (the acts,
+    rounds, proposals, ...: the environment's own keys), its grade (None for a rollout's calls), the
+    acts the state refused, and the findings its seats' disagreements make."""
+
+    state: dict[str, Any]
+    grade: Verdict | None = None
+    refused: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
 class BaseEnvironment:
     name: ClassVar[str] = ""
     modes: ClassVar[tuple[str, ...]] = ("outcome",)
@@ -59,6 +81,7 @@ class BaseEnvironment:
     nemo_gym_server: ClassVar[str | None] = None  # NeMo Gym's resources-server class for it, if any
     seats: ClassVar[tuple[str, ...]] = ()  # a multi-agent environment's seats; () for a single agent
     baselines: ClassVar[tuple[str, ...]] = ()  # the scripted baselines baseline_turn plays
+    graded_answers: ClassVar[frozenset[str]] = frozenset()  # answer tools whose verdicts are graded
     write_tools: frozenset[str] | None = None
     mode: str = "outcome"
 
@@ -141,6 +164,35 @@ class BaseEnvironment:
         conversation of `request`, in an episode of at most `max_rounds` rounds."""
         raise EnvironmentSetupError(f"{self.name} has no scripted {kind!r} seat at {seat!r}")
 
+    # -- what the review queue asks
+    def review_findings(self, task: Task, verdict: dict[str, Any], calls: Sequence[tuple[ToolCall, str | None]],
+                        bands: Mapping[str, tuple[float, float]], acts: Sequence[Any] | None = None) -> list[Finding]:
+        """What a reviewer should look at in a graded verdict of `task` (recorded as `verdict`):
+        `calls` are the rollout's calls with their statuses (None: not recorded), or `acts` a
+        multi-agent episode's logged acts; `bands` the flagger's (lo, hi) by margin name."""
+        return []
+
+    def decision_key(self, calls: Sequence[tuple[ToolCall, str | None]]) -> str | None:
+        """What two rewarded rollouts are compared on when that is less than their end state (a
+        graded answer's decision, free text left out); None: the end state."""
+        return None
+
+    def replay_episode(self, task: Task, *, calls: Sequence[ToolCall] | None = None, acts: Sequence[Any] | None = None,
+                       rounds: Any = None) -> EpisodeReplay | None:
+        """A multi-agent episode made again: its logged `acts` (in their `rounds`) in a fresh state,
+        or a single-agent rollout's `calls`; None when there is no such state. A ValueError names a
+        task the environment cannot rebuild."""
+        return None
+
+    def act_call(self, act: Mapping[str, Any]) -> ToolCall | None:
+        """The tool call that makes a multi-agent episode's logged act again (None: not an act)."""
+        return None
+
+    def decision_plan(self, calls: Sequence[ToolCall], proposals: Mapping[str, Any]) -> tuple[list[ToolCall], list[int]]:
+        """A corrected decision of a multi-agent episode (`calls`, over the plans it `proposals`) as
+        the single-agent calls that make it, and how many go in each turn; a ValueError says why not."""
+        raise ValueError(f"{self.name} has no multi-agent decision to correct")
+
     # -- what callers compare and serve
     def state_fingerprint(self, session: Any) -> str | None:
         """A strict fingerprint (JSON text) of the state `session` holds now; None when the state
@@ -181,6 +233,7 @@ class EnvironmentWrapper(BaseEnvironment):
     nemo_gym_server = property(lambda self: self.env.nemo_gym_server)  # type: ignore[assignment]
     seats = property(lambda self: self.env.seats)  # type: ignore[assignment]
     baselines = property(lambda self: self.env.baselines)  # type: ignore[assignment]
+    graded_answers = property(lambda self: self.env.graded_answers)  # type: ignore[assignment]
     write_tools = property(lambda self: self.env.write_tools)  # type: ignore[assignment]
     world_path = property(lambda self: self.env.world_path)  # type: ignore[assignment]
     world_id = property(lambda self: self.env.world_id)  # type: ignore[assignment]
@@ -233,6 +286,23 @@ class EnvironmentWrapper(BaseEnvironment):
 
     def seat_turn(self, seat: str, kind: str, request: PolicyRequest, max_rounds: int | None = None) -> Completion:
         return self.env.seat_turn(seat, kind, request, max_rounds)
+
+    def review_findings(self, task: Task, verdict: dict[str, Any], calls: Sequence[tuple[ToolCall, str | None]],
+                        bands: Mapping[str, tuple[float, float]], acts: Sequence[Any] | None = None) -> list[Finding]:
+        return self.env.review_findings(task, verdict, calls, bands, acts)
+
+    def decision_key(self, calls: Sequence[tuple[ToolCall, str | None]]) -> str | None:
+        return self.env.decision_key(calls)
+
+    def replay_episode(self, task: Task, *, calls: Sequence[ToolCall] | None = None, acts: Sequence[Any] | None = None,
+                       rounds: Any = None) -> EpisodeReplay | None:
+        return self.env.replay_episode(task, calls=calls, acts=acts, rounds=rounds)
+
+    def act_call(self, act: Mapping[str, Any]) -> ToolCall | None:
+        return self.env.act_call(act)
+
+    def decision_plan(self, calls: Sequence[ToolCall], proposals: Mapping[str, Any]) -> tuple[list[ToolCall], list[int]]:
+        return self.env.decision_plan(calls, proposals)
 
     def state_fingerprint(self, session: Any) -> str | None:
         return self.env.state_fingerprint(session)

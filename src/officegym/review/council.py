@@ -11,25 +11,17 @@ output (the council's turns are not the single-agent mediator's), the council's 
 `officegym` record with the team verdict and a `council` block: the acts, rounds, the seats'
 policies and their conversations (token ids dropped).
 
-Disagreement between seats (each rule says who and about what):
-- commit_without_consensus: the mediator committed a plan that not every member accepted (a member
-  objected, or never answered).
-- unresolved_objection: objections standing at the commit (their seat did not accept the committed
-  plan), or, when the council ended without a commit, objections to its last proposal. The verifier
-  deducts 0.1 for each valid one; invalid ones are listed too (is the validity check right?).
-- accepted_over_objection: a member accepted a plan after seeing another member's objection to it
-  (made in an earlier round and never withdrawn); the objection's validity says which seat erred.
-Escalations and low margins follow the role rules (review/roles.py) on the team verdict, with the
-commit's claimed TCO as the claim. A council whose acts, replayed in order into a fresh council state,
-score differently from what the row records is a `verifier_error`.
+The rules are the environment's (CouncilEnvironment's hooks; envs/roles/council_review.py):
+`review_findings` with the council's acts gives the escalations and low margins of its decision on
+the team verdict; `replay_episode` makes the acts again in a fresh council state, re-scores it and
+gives the seats' disagreements (commit_without_consensus, unresolved_objection,
+accepted_over_objection). A council whose replayed acts score differently from what the row records
+is a `verifier_error`. The single-agent form (roles/council rollout rows) gets the same disagreement
+rules from its replayed calls.
 
-The single-agent form (roles/council rollout rows: the model mediates, scripted members answer) gets
-the same disagreement rules from its replayed session.
-
-A correction of a council is the mediator's decision: `commit_plan` with a `selection` (component ->
-option) or a `plan_id` the council proposed, and `claimed_tco`; or `escalate` with a reason. It is
-verified in roles/council's single-agent form (facts from every member, the plan proposed to
-truthful members, then committed) and refused unless the team verifier gives it full credit.
+A correction of a council is the mediator's decision (`decision_plan`: a commit of a selection or of
+a plan the council proposed, or an escalation), verified in roles/council's single-agent form and
+refused unless the team verifier gives it full credit.
 """
 
 from __future__ import annotations
@@ -37,27 +29,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from officegym.agent.council_file import is_council_row, read_settings
-from officegym.core.environment import BaseEnvironment
+from officegym.core.environment import BaseEnvironment, EpisodeReplay, Finding
 from officegym.core.registry import make
 from officegym.core.rollout_row import RolloutRow, make_row, officegym_of
 from officegym.core.task import Task, TaskFormatError, read_tasks
-from officegym.core.types import ToolCall, Verdict
-from officegym.envs.roles.base import ESCALATE, Grade, ScenarioError
-from officegym.envs.roles.council import CouncilEnvironment, CouncilSession
-from officegym.envs.roles.council_episode import act
-from officegym.envs.roles.council_model import COMMIT, MEDIATOR, MEMBERS
-from officegym.envs.roles.council_state import CouncilState, score_council
+from officegym.core.types import ToolCall
 from officegym.review.replay import CorrectionCheck, CorrectionError, replay_cleanly
-from officegym.review.roles import Found, escalation_findings, margin_notes, verdict_sentence
-
-if TYPE_CHECKING:
-    from officegym.review.flag import FlagConfig
+from officegym.review.roles import verdict_sentence
 
 COUNCIL = "council"  # the block's key in an item row's officegym record
-ENV_NAME = CouncilEnvironment.name
+ENV_NAME = "roles/council"  # the environment councils are played in, by its registry name
 TOKEN_KEYS = ("prompt_ids", "completion_ids", "logprobs")
 
 
@@ -67,8 +51,9 @@ def council_block(row: Any) -> dict[str, Any] | None:
     return block if isinstance(block, dict) and isinstance(block.get("acts"), list) else None
 
 
-def is_council_env(env: Any) -> bool:
-    return isinstance(env, CouncilEnvironment)
+def is_council_env(env: BaseEnvironment | None) -> bool:
+    """A multi-agent environment (the council): its items replay acts."""
+    return env is not None and bool(env.seats)
 
 
 # -- reading councils.jsonl ---------------------------------------------------------------------
@@ -129,14 +114,16 @@ def _slim(traj: Any) -> dict[str, Any]:
 
 def _brief_mismatch(council: dict[str, Any], task: Task) -> str | None:
     """Why the rebuilt task is not the one the council was played on (its brief differs from the
-    one the mediator was shown), or None."""
-    messages = (council["trajectories"].get(MEDIATOR) or {}).get("messages") if isinstance(council["trajectories"], dict) else None
-    if not isinstance(messages, list) or len(messages) < 2 or not isinstance(messages[1], dict):
-        return None
-    shown = messages[1].get("content")
+    one a seat was shown: every seat's first user turn opens with it), or None."""
+    trajs = council["trajectories"] if isinstance(council["trajectories"], dict) else {}
     brief = next((m.get("content") for m in task.input if isinstance(m, dict) and m.get("role") == "user"), None)
-    if isinstance(shown, str) and isinstance(brief, str) and not shown.startswith(brief):
-        return "the rebuilt task's brief is not the one the council was shown (another seed, difficulty or task file?)"
+    for traj in trajs.values():
+        messages = traj.get("messages") if isinstance(traj, dict) else None
+        if not isinstance(messages, list) or len(messages) < 2 or not isinstance(messages[1], dict):
+            continue
+        shown = messages[1].get("content")
+        if isinstance(shown, str) and isinstance(brief, str) and not shown.startswith(brief):
+            return "the rebuilt task's brief is not the one the council was shown (another seed, difficulty or task file?)"
     return None
 
 
@@ -198,191 +185,73 @@ def read_council_rows(rows: list[tuple[int, Any]], rel: str, folder: Path, tasks
 # -- the council state, re-scored -----------------------------------------------------------------
 
 
-def act_call(event: dict[str, Any]) -> ToolCall | None:
-    """The tool call that makes a logged act again."""
-    kind = event.get("act")
-    if kind == "share":
-        return ToolCall("share_facts", {"fact_ids": [f.get("id") for f in event.get("facts") or [] if isinstance(f, dict)]})
-    if kind == "propose":
-        return ToolCall("propose_plan", {"selection": event.get("selection")})
-    if kind == "accept":
-        return ToolCall("accept_plan", {"plan_id": event.get("plan_id")})
-    if kind == "object":
-        return ToolCall("object_plan", {"plan_id": event.get("plan_id"), "reason_code": event.get("reason_code"),
-                                        "fact_id": event.get("fact_id") or ""})
-    if kind == "commit":
-        return ToolCall(COMMIT, {"plan_id": event.get("plan_id"), "claimed_tco": event.get("claimed_tco")})
-    if kind == "escalate":
-        return ToolCall(ESCALATE, {"reason": event.get("reason")})
-    return None
-
-
-def replay_acts(env: CouncilEnvironment, task: Task, acts: Sequence[Any], rounds: Any) -> tuple[CouncilState, Grade, list[str]]:
-    """A fresh council state with the logged acts made again in order (each in its round), its
-    grade, and any act the state refused (ScenarioError when the task names no scenario)."""
-    state = CouncilState(env.scenario(task))
-    problems = []
-    for i, event in enumerate(acts, 1):
-        call = act_call(event) if isinstance(event, dict) else None
-        if call is None:
-            problems.append(f"act {i} is not an act ({str(event)[:80]})")
-            continue
-        if isinstance(event.get("round"), int):
-            state.rounds = event["round"]
-        seat = str(event.get("seat"))
-        result = act(state, seat, call)
-        if not result.ok:
-            problems.append(f"act {i} ({seat} {event.get('act')}) is refused on replay: {result.text}")
-    if isinstance(rounds, int):
-        state.rounds = rounds
-    return state, score_council(state), problems
-
-
-def rollout_state(env: BaseEnvironment, task: Task, calls: Sequence[ToolCall]) -> CouncilState | None:
-    """The council state a roles/council (single-agent) rollout leaves: its calls replayed."""
-    session = env.session(task)
-    if not isinstance(session, CouncilSession) or session.state is None:
-        return None
-    session.replay(calls)
-    return session.state
-
-
-def grade_verdict(grade: Grade) -> Verdict:
-    return Verdict(grade.reward, grade.matched, "exact", details={
-        "role": COUNCIL, "label": grade.label, "graded": True, "components": grade.components, "evidence": grade.evidence})
-
-
-def _objection(o: Any) -> str:
-    valid = "valid" if o.valid else "not valid by the verifier's check"
-    return f"{o.seat} objected to {o.plan_id} ({o.reason}, citing {o.fact_id or 'no fact'}; {valid})"
-
-
-def disagreement_findings(state: CouncilState) -> Found:
-    """The seats' disagreements in a council state (see the module docstring)."""
-    out: Found = []
-    outcome = state.outcome
-    if outcome is not None and outcome[0] == "commit":
-        plan = outcome[1]
-        responses = state.responses.get(plan, {})
-        missing = [s for s in MEMBERS if responses.get(s) != "accept"]
-        if missing:
-            parts = [f"{s} {'objected' if responses.get(s) == 'object' else 'never answered'}" for s in missing]
-            out.append(("commit_without_consensus", f"{plan} was committed without every member's acceptance: "
-                                                     + ", ".join(parts)))
-        standing = [o for o in state.objections if responses.get(o.seat) != "accept"]
-        if standing:
-            valid = sum(o.valid for o in standing)
-            out.append(("unresolved_objection", f"standing at the commit of {plan}: " + "; ".join(map(_objection, standing))
-                        + f" ({valid} valid: the verifier deducts 0.1 for each)"))
-    elif outcome is None and state.proposals:
-        last = list(state.proposals)[-1]
-        responses = state.responses.get(last, {})
-        standing = [o for o in state.objections if o.plan_id == last and responses.get(o.seat) == "object"]
-        if standing:
-            out.append(("unresolved_objection", f"the council ended without a commit; standing against its last "
-                                                f"proposal {last}: " + "; ".join(map(_objection, standing))))
-    objection_events = [(i, e) for i, e in enumerate(state.events) if e.get("act") == "object"]
-    by_event = {i: o for (i, _), o in zip(objection_events, state.objections)}
-    notes = []
-    for j, e in enumerate(state.events):
-        if e.get("act") != "accept":
-            continue
-        plan, seat = e.get("plan_id"), e.get("seat")
-        for i, oe in objection_events:
-            o = by_event.get(i)
-            if (o is not None and i < j and oe.get("plan_id") == plan and o.seat != seat
-                    and oe.get("round", 0) < e.get("round", 0) and state.responses.get(plan, {}).get(o.seat) == "object"):
-                notes.append(f"{seat} accepted {plan} in round {e.get('round')} after {_objection(o)} in round {oe.get('round')}")
-    if notes:
-        out.append(("accepted_over_objection", "; ".join(dict.fromkeys(notes))))
-    return out
-
-
 def decision_act(acts: Sequence[Any]) -> dict[str, Any] | None:
     return next((a for a in acts if isinstance(a, dict) and a.get("act") in ("commit", "escalate")), None)
 
 
-def council_findings(row: dict[str, Any], task: Task, env: BaseEnvironment | None, config: FlagConfig) -> Found:
-    """Every rule for a council item: the replayed re-score, escalations, margins, disagreements."""
+def rollout_replay(env: BaseEnvironment, task: Task, row: dict[str, Any]) -> EpisodeReplay | None:
+    """The council state a roles/council (single-agent) rollout leaves: its calls replayed."""
+    return env.replay_episode(task, calls=RolloutRow(row).calls())
+
+
+def council_findings(row: dict[str, Any], task: Task, env: BaseEnvironment | None, rules: BaseEnvironment | None,
+                     bands: dict[str, tuple[float, float]]) -> list[Finding]:
+    """Every rule for a council item: the replayed re-score (in `env`, None: no replay),
+    escalations and margins (`rules`, the environment the task names), disagreements."""
     block = council_block(row) or {}
     verdict = RolloutRow(row).verdict or {}
     acts = block.get("acts") or []
-    out: Found = []
-    state = None
-    if isinstance(env, CouncilEnvironment):
+    out: list[Finding] = []
+    replayed = None
+    if is_council_env(env):
+        assert env is not None
         try:
-            state, grade, problems = replay_acts(env, task, acts, block.get("rounds"))
-        except ScenarioError as exc:
+            replayed = env.replay_episode(task, acts=acts, rounds=block.get("rounds"))
+        except ValueError as exc:
             out.append(("verifier_error", f"the council's scenario cannot be rebuilt: {exc}"))
-        else:
-            reward = RolloutRow(row).reward
-            if reward is not None and (abs(grade.reward - reward) > 1e-9 or grade.label != verdict.get("label")):
-                problems.append(f"replaying the council's {len(acts)} acts gives reward {grade.reward:.4g} ({grade.label}); "
+        if replayed is not None and replayed.grade is not None:
+            problems = list(replayed.refused)
+            grade, reward = replayed.grade, RolloutRow(row).reward
+            label = grade.details.get("label")
+            if reward is not None and (abs(grade.reward - reward) > 1e-9 or label != verdict.get("label")):
+                problems.append(f"replaying the council's {len(acts)} acts gives reward {grade.reward:.4g} ({label}); "
                                 f"the row records {reward:.4g} ({verdict.get('label')})")
             if problems:
                 out.append(("verifier_error", "; ".join(problems)))
-    decided = decision_act(acts)
-    answer = None
-    if decided is not None:
-        answer = (ToolCall(ESCALATE, {"reason": decided.get("reason")}) if decided.get("act") == "escalate"
-                  else ToolCall(COMMIT, {"plan_id": decided.get("plan_id"), "claimed_tco": decided.get("claimed_tco")}))
-    infeasible = task.metadata.get("infeasible")
-    out += escalation_findings(verdict, infeasible if isinstance(infeasible, bool) else None, answer)
-    claims = {"claimed_tco": decided.get("claimed_tco")} if decided is not None and decided.get("act") == "commit" else {}
-    near = margin_notes(verdict, claims, config)
-    if near:
-        out.append(("low_margin", "; ".join(near)))
-    if state is not None:
-        out += disagreement_findings(state)
+    if rules is not None:
+        out += rules.review_findings(task, verdict, [], bands, acts=acts)
+    if replayed is not None:
+        out += replayed.findings
     return out
 
 
 # -- corrections -----------------------------------------------------------------------------------
 
 
-def proposals_of(row: dict[str, Any], task: Task, env: BaseEnvironment) -> dict[str, dict[str, str]]:
+def proposals_of(row: dict[str, Any], task: Task, env: BaseEnvironment) -> dict[str, Any]:
     """The plans a council (or a roles/council rollout) proposed: plan id -> selection."""
     block = council_block(row)
     if block is not None:
         return {str(a.get("plan_id")): a.get("selection") for a in block["acts"]
                 if isinstance(a, dict) and a.get("act") == "propose" and isinstance(a.get("selection"), dict)}
-    state = rollout_state(env, task, RolloutRow(row).calls())
-    return dict(state.proposals) if state is not None else {}
+    replayed = rollout_replay(env, task, row)
+    return dict(replayed.state["proposals"]) if replayed is not None else {}
 
 
-USAGE = ('a correction of a council is the mediator\'s decision: one commit_plan call with {"selection": {component: '
-         'option, ...}, "claimed_tco": N} (or a "plan_id" the council proposed), or one escalate call with a reason')
-
-
-def mediator_plan(decision: ToolCall, proposals: dict[str, dict[str, str]]) -> list[ToolCall]:
-    """The decision in roles/council's single-agent form: every member's facts, then the plan
-    proposed and committed (or the escalation)."""
-    plan = [ToolCall("request_facts", {"seat": s}) for s in MEMBERS]
-    args = decision.arguments if isinstance(decision.arguments, dict) else {}
-    if decision.name == ESCALATE:
-        return [*plan, ToolCall(ESCALATE, {"reason": args.get("reason")})]
-    selection = args.get("selection")
-    if selection is None and "plan_id" in args:
-        selection = proposals.get(str(args["plan_id"]))
-        if selection is None:
-            known = ", ".join(proposals) or "none"
-            raise CorrectionError(f"the council proposed no plan {args['plan_id']!r} (its plans: {known})")
-    if not isinstance(selection, dict):
-        raise CorrectionError(USAGE)
-    claimed = args.get("claimed_tco")
-    if isinstance(claimed, bool) or not isinstance(claimed, int | float):
-        raise CorrectionError("commit_plan needs claimed_tco, the plan's 12-month TCO in dollars (it is recomputed)")
-    return [*plan, ToolCall("propose_plan", {"selection": selection}), ToolCall(COMMIT, {"plan_id": "PLAN-1", "claimed_tco": claimed})]
+def mediator_plan(env: BaseEnvironment, decision: ToolCall, proposals: dict[str, Any]) -> list[ToolCall]:
+    """A council decision in the environment's single-agent form (decision_plan)."""
+    return env.decision_plan([decision], proposals)[0]
 
 
 def check_council_correction(env: BaseEnvironment, task: Task, row: dict[str, Any], calls: list[ToolCall],
                              mode: str | None = None) -> CorrectionCheck:
     """Verify a corrected mediator decision (see the module docstring); CorrectionError says why not."""
-    if not isinstance(env, CouncilEnvironment):
+    if not is_council_env(env):
         raise CorrectionError(f"a council correction needs the {ENV_NAME} environment, not {env.name!r}")
-    if len(calls) != 1 or calls[0].name not in (COMMIT, ESCALATE):
-        raise CorrectionError(USAGE)
-    plan = mediator_plan(calls[0], proposals_of(row, task, env))
+    try:
+        plan, turns = env.decision_plan(calls, proposals_of(row, task, env))
+    except ValueError as exc:
+        raise CorrectionError(str(exc)) from None
     results = replay_cleanly(env, task, plan)
     verdict = env.verify(task, plan, mode)
     if not verdict.matched:
@@ -390,17 +259,17 @@ def check_council_correction(env: BaseEnvironment, task: Task, row: dict[str, An
                               "you believe the verifier is wrong, reject the item as 'verifier too strict' instead")
     block = council_block(row)
     if block is not None:
-        _, grade, _ = replay_acts(env, task, block["acts"], block.get("rounds"))
-        rescored = grade_verdict(grade)
+        replayed = env.replay_episode(task, acts=block["acts"], rounds=block.get("rounds"))
+        assert replayed is not None and replayed.grade is not None
+        rescored = replayed.grade
     else:
         rescored = env.verify(task, RolloutRow(row).calls(), mode)
-    turns = [len(MEMBERS), 1] if calls[0].name == ESCALATE else [len(MEMBERS), 1, 1]
     return CorrectionCheck(plan, results, verdict, rescored, [], turns=turns)
 
 
 def case_matched(case_council: dict[str, Any], task: Task, env: BaseEnvironment) -> bool:
     """The current verifier's `matched` for a council regression case (its acts replayed)."""
-    if not isinstance(env, CouncilEnvironment):
+    replayed = env.replay_episode(task, acts=case_council.get("acts") or [], rounds=case_council.get("rounds"))
+    if replayed is None or replayed.grade is None:
         raise ValueError(f"a council case needs {ENV_NAME}")
-    _, grade, _ = replay_acts(env, task, case_council.get("acts") or [], case_council.get("rounds"))
-    return grade.matched
+    return replayed.grade.matched

@@ -4,16 +4,14 @@ round by round, each seat's turns and what it was shown, the transcript and the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.task import Task
-from officegym.envs.roles.base import ESCALATE, ScenarioError
-from officegym.envs.roles.council import CouncilEnvironment
-from officegym.envs.roles.council_episode import seat_specs
-from officegym.envs.roles.council_model import COMMIT, evaluate
-from officegym.review.council import council_block, decision_act, replay_acts, rollout_state
+from officegym.core.types import ToolSpec
+from officegym.review.council import council_block, decision_act, is_council_env, rollout_replay
 from officegym.review.views import pretty_json
 
 
@@ -24,19 +22,24 @@ def decision_text(row: dict[str, Any], task: Task, env: BaseEnvironment) -> str:
     if block is not None:
         acts = block["acts"]
     else:
-        state = rollout_state(env, task, RolloutRow(row).calls())
-        acts = state.events if state is not None else []
+        replayed = rollout_replay(env, task, row)
+        acts = replayed.state["acts"] if replayed is not None else []
     proposals = {a.get("plan_id"): a.get("selection") for a in acts if isinstance(a, dict) and a.get("act") == "propose"}
     decided = decision_act(acts)
+    # the tool names are the environment's: the calls that make a commit and an escalation again
+    commit = env.act_call({"act": "commit"})
+    commit_name = commit.name if commit is not None else "commit"
     if decided is not None and decided.get("act") == "escalate":
-        call: dict[str, Any] = {"name": ESCALATE, "arguments": {"reason": decided.get("reason")}}
+        escalate = env.act_call(decided)
+        call: dict[str, Any] = {"name": escalate.name if escalate is not None else "escalate",
+                                "arguments": {"reason": decided.get("reason")}}
     elif decided is not None:
-        call = {"name": COMMIT, "arguments": {"selection": proposals.get(decided.get("plan_id")),
-                                              "claimed_tco": decided.get("claimed_tco")}}
+        call = {"name": commit_name, "arguments": {"selection": proposals.get(decided.get("plan_id")),
+                                                   "claimed_tco": decided.get("claimed_tco")}}
     elif proposals:
-        call = {"name": COMMIT, "arguments": {"selection": list(proposals.values())[-1], "claimed_tco": None}}
+        call = {"name": commit_name, "arguments": {"selection": list(proposals.values())[-1], "claimed_tco": None}}
     else:
-        call = {"name": COMMIT, "arguments": {"selection": {}, "claimed_tco": None}}
+        call = {"name": commit_name, "arguments": {"selection": {}, "claimed_tco": None}}
     return json.dumps([call], indent=1, ensure_ascii=False)
 
 
@@ -102,29 +105,32 @@ def council_view(row: dict[str, Any], task: Task | None, env: BaseEnvironment | 
     """The council section of the item page: acts by round, the plans with every member's answer
     and what the verifier knows of them, each seat's turns. None for a row that is no council."""
     block = council_block(row)
-    state = None
+    state = None  # the replayed council as the environment shows it (EpisodeReplay.state)
     problems: list[str] = []
-    if task is not None and isinstance(env, CouncilEnvironment):
+    if task is not None and env is not None and is_council_env(env):
         try:
             if block is not None:
-                state, _, problems = replay_acts(env, task, block["acts"], block.get("rounds"))
+                replayed = env.replay_episode(task, acts=block["acts"], rounds=block.get("rounds"))
             else:
-                state = rollout_state(env, task, RolloutRow(row).calls())
-        except ScenarioError as exc:
+                replayed = rollout_replay(env, task, row)
+        except ValueError as exc:
             problems = [f"the scenario cannot be rebuilt: {exc}"]
+        else:
+            if replayed is not None:
+                state, problems = replayed.state, list(replayed.refused)
     if block is None and state is None:
         return None
-    acts = block["acts"] if block is not None else (state.events if state is not None else [])
+    acts = block["acts"] if block is not None else (state["acts"] if state is not None else [])
     validity: dict[int, bool] = {}
     if state is not None:
         objecting = [i for i, a in enumerate(acts) if isinstance(a, dict) and a.get("act") == "object"]
-        validity = {i: o.valid for i, o in zip(objecting, state.objections)}
+        validity = dict(zip(objecting, state["objections_valid"]))
     rows = [{"round": a.get("round"), "seat": a.get("seat"), "act": a.get("act"), "text": act_text(a, validity.get(i))}
             for i, a in enumerate(acts) if isinstance(a, dict)]
     decided = decision_act(acts)
     committed = decided.get("plan_id") if decided is not None and decided.get("act") == "commit" else None
     plans = []
-    for a in acts:
+    for i, a in enumerate(acts):
         if not (isinstance(a, dict) and a.get("act") == "propose"):
             continue
         pid = a.get("plan_id")
@@ -133,13 +139,7 @@ def council_view(row: dict[str, Any], task: Task | None, env: BaseEnvironment | 
             if isinstance(b, dict) and b.get("plan_id") == pid and b.get("act") in ("accept", "object"):
                 answers[str(b.get("seat"))] = ("accept" if b.get("act") == "accept" else
                                                "object: " + act_text(b, validity.get(j)).split(": ", 1)[-1])
-        truth = None
-        if state is not None and isinstance(a.get("selection"), dict):
-            try:
-                figures = evaluate(state.full, a["selection"])
-                truth = {"tco": figures["tco"], "violations": [text for _, text in figures["violations"]]}
-            except (KeyError, TypeError):
-                truth = None
+        truth = state["truths"].get(i) if state is not None else None
         plans.append({"plan_id": pid, "proposer": a.get("seat"), "selection": _selection_text(a.get("selection")),
                       "answers": answers, "committed": pid == committed, "truth": truth})
     seats = []
@@ -151,11 +151,8 @@ def council_view(row: dict[str, Any], task: Task | None, env: BaseEnvironment | 
             seats.append({"seat": seat, "policy": (block.get("seats") or {}).get(seat, "?"), "system": system,
                           "credit": credit.get(f"credit/{seat}"), "stop": traj.get("stop_reason"),
                           "turns": seat_turns(traj)})
-    optimum = None
-    if state is not None:
-        optimum = {"tco": state.scenario.private.get("optimum"), "note": state.scenario.private.get("optimum_note"),
-                   "infeasible": state.scenario.infeasible, "why": state.scenario.private.get("why_infeasible")}
-    return {"acts": rows, "plans": plans, "seats": seats, "rounds": block.get("rounds") if block else state.rounds if state else None,
+    optimum = state["optimum"] if state is not None else None
+    return {"acts": rows, "plans": plans, "seats": seats, "rounds": block.get("rounds") if block else state["rounds"] if state else None,
             "problems": problems, "optimum": optimum, "multi_agent": block is not None}
 
 
@@ -176,8 +173,10 @@ def transcript(row: dict[str, Any]) -> str | None:
     return "\n\n".join(lines)
 
 
-def seat_conversations(row: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
-    """(seat, chat messages, chat tools) of every seat of a council item."""
+def seat_conversations(row: dict[str, Any], seat_tools: Callable[[str], list[ToolSpec]]
+                       ) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(seat, chat messages, chat tools) of every seat of a council item; `seat_tools(seat)` gives
+    the tools a seat plays with (its episode's)."""
     block = council_block(row)
     if block is None:
         return []
@@ -185,5 +184,5 @@ def seat_conversations(row: dict[str, Any]) -> list[tuple[str, list[dict[str, An
     for seat, traj in block.get("trajectories", {}).items():
         messages = [m for m in traj.get("messages") or [] if isinstance(m, dict)]
         if any(m.get("role") == "assistant" for m in messages):
-            out.append((seat, messages, [spec.to_chat_tool() for spec in seat_specs(seat)]))
+            out.append((seat, messages, [spec.to_chat_tool() for spec in seat_tools(seat)]))
     return out

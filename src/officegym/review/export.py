@@ -43,8 +43,6 @@ from officegym.core.task import Task
 from officegym.core.toolcalls import parse_tool_call
 from officegym.core.trajectory import ToolExecution, Trajectory, Turn
 from officegym.core.types import ToolCall
-from officegym.envs.roles.base import ESCALATE
-from officegym.envs.roles.council_model import COMMIT
 from officegym.review import council, council_view
 from officegym.review.actions import item_mode, item_ref, item_task
 from officegym.review.annotation_formats import (
@@ -152,7 +150,7 @@ def build_export(store: Store, envs: Environments | None = None, final_text: str
         else:
             sft_rows.append(conversation)
         if kind == "accepted" and item_ref(item).matched:
-            sft_rows += _seat_conversations(item, task, kind)
+            sft_rows += _seat_conversations(env, item, task, kind)
         gold = _gold_rollout(env, item, task, kind, plan, final_text, review)
         if isinstance(gold, str):
             skipped.append(f"sft_rollouts for task {task_id}: {gold}")
@@ -245,12 +243,11 @@ def _gold_plan(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str
     if kind == "corrected":
         return list(task.ground_truth)
     block = council.council_block(item["row"])
-    decided = next((a for a in (block or {}).get("acts", []) if isinstance(a, dict) and a.get("act") in ("commit", "escalate")), None)
-    if block is not None and decided is not None and item_ref(item).matched:
-        call = ToolCall(ESCALATE, {"reason": decided.get("reason")}) if decided.get("act") == "escalate" else \
-            ToolCall(COMMIT, {"plan_id": decided.get("plan_id"), "claimed_tco": decided.get("claimed_tco")})
+    decided = council.decision_act((block or {}).get("acts", []))
+    call = env.act_call(decided) if block is not None and decided is not None and item_ref(item).matched else None
+    if call is not None:
         try:
-            return council.mediator_plan(call, council.proposals_of(item["row"], task, env))
+            return council.mediator_plan(env, call, council.proposals_of(item["row"], task, env))
         except ValueError:
             pass
     return oracle_calls(task)
@@ -298,12 +295,12 @@ def _sft_conversation(env: BaseEnvironment, item: dict[str, Any], task: Task, ki
             "metadata": {"task_id": task.id, "source": f"review:{kind}", "item": item["key"], "human_gold": True}}
 
 
-def _seat_conversations(item: dict[str, Any], task: Task, kind: str) -> list[dict[str, Any]]:
+def _seat_conversations(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str) -> list[dict[str, Any]]:
     """Every seat's conversation of an accepted council the verifier gave full credit."""
     return [{"messages": messages, "tools": tools,
              "metadata": {"task_id": task.id, "source": f"review:{kind}", "item": item["key"], "seat": seat,
                           "human_gold": True}}
-            for seat, messages, tools in council_view.seat_conversations(item["row"])]
+            for seat, messages, tools in council_view.seat_conversations(item["row"], lambda seat: env.episode(task).tools(seat))]
 
 
 def _gold_rollout(env: BaseEnvironment, item: dict[str, Any], task: Task, kind: str, plan: list[ToolCall],

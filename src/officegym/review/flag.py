@@ -19,8 +19,8 @@ Per rollout:
   no call at all where the ground truth has some.
 - modes_disagree: the two verification modes disagree on this rollout.
 - random_audit: a seeded, uniform share of all rollouts, to measure the verifier's precision.
-Role rollouts (graded verdicts: roles/cto, coo, cost, reconcile, risk, council; review/roles.py
-defines each rule and the margin):
+Role rollouts (graded verdicts: roles/cto, coo, cost, reconcile, risk, council; the environment's
+`review_findings` and `decision_key` define each rule and the margin, envs/roles/review_rules.py):
 - low_margin: a component within a small distance of the threshold that would change the label
   (near-optimal, a claimed figure near the tolerance, near-perfect detection, one rule short of
   feasible, partial credit). It replaces near_threshold for graded verdicts.
@@ -29,7 +29,8 @@ defines each rule and the margin):
 - odd_high_reward also catches full credit without a single successful read.
 - distinct_rewarded_states compares decisions (free text and claimed figures left out).
 - verifier_error also when a fresh verify gives another graded reward.
-Councils (councils.jsonl rows, and roles/council rollouts; review/council.py):
+Councils (councils.jsonl rows, and roles/council rollouts; review/council.py, the environment's
+`replay_episode`):
 - commit_without_consensus, unresolved_objection, accepted_over_objection: seats disagree.
 - verifier_error when the council's acts, replayed, score otherwise than recorded.
 
@@ -39,7 +40,6 @@ An item's priority is the sum of its reasons' weights.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -114,6 +114,12 @@ class FlagConfig:
     audit_share: float = 0.05
     seed: int = 0
     replay: bool = True  # replay oracles, re-verify and compare end states (needs environments)
+
+    @property
+    def bands(self) -> dict[str, tuple[float, float]]:
+        """The margins' bands as the environments' review_findings take them."""
+        return {"ratio": self.ratio_band, "claim": self.claim_band, "detection": self.detection_band,
+                "satisfaction": self.satisfaction_band, "partial": self.partial_band}
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(REASONS))
@@ -293,13 +299,11 @@ def flag_rows(
 
 
 def _end_state(env: BaseEnvironment, ref: RolloutRef, task: Task) -> str:
-    """What two rewarded samples are compared on: a role answer's decision (roles.decision), else
-    the strict end state of the calls."""
-    if roles.is_role_env(env):
-        answer_tools = frozenset(env.write_tools or ())
-        k = roles.answer_index(ref.row, answer_tools)
-        decided = roles.decision(roles.executed_calls(ref.row)[k][0]) if k is not None else "null"
-        return json.dumps([decided])  # the shape of state_fingerprint's answer for such environments
+    """What two rewarded samples are compared on: what the environment says (a role answer's
+    decision), else the strict end state of the calls."""
+    decided = env.decision_key(roles.call_statuses(ref.row))
+    if decided is not None:
+        return decided
     return state_fingerprint(env, task, ref.calls(), env.write_tools)
 
 
@@ -363,7 +367,7 @@ def _rollout_reasons(
             is_ratio = name.rsplit("/", 1)[-1] in config.ratio_components and isinstance(value, int | float)
             if is_ratio and rlo <= value < rhi:
                 near.append(f"{name} = {value:.4g}, just under 1")
-        if near and not graded:  # a graded verdict's margins are low_margin's (review/roles.py)
+        if near and not graded:  # a graded verdict's margins are low_margin's (its environment's review_findings)
             out.append(Reason("near_threshold", "; ".join(near)))
         if share >= config.high_reward:
             n_calls, n_invalid = _calls_count(ref)
@@ -382,24 +386,15 @@ def _rollout_reasons(
         other = verdict.get("other_mode_reward")
         out.append(Reason("modes_disagree", f"{verdict.get('mode')} gives {reward}, {verdict.get('other_mode')} gives {other}"))
     if graded:
-        answer_tools = frozenset(env.write_tools or _answer_tools(task))
-        out += [Reason(c, d) for c, d in roles.role_findings(ref.row, task, answer_tools, config)]
-        if council.is_council_env(env):
-            state = council.rollout_state(env, task, ref.calls())
-            if state is not None:
-                out += [Reason(c, d) for c, d in council.disagreement_findings(state)]
+        rules = env if env is not None else roles.rules_env(task.environment_name)
+        if rules is not None:
+            found = rules.review_findings(task, verdict or {}, roles.call_statuses(ref.row), config.bands)
+            out += [Reason(c, d) for c, d in found]
+        replayed = env.replay_episode(task, calls=ref.calls()) if env is not None else None
+        if replayed is not None:
+            out += [Reason(c, d) for c, d in replayed.findings]
         return _merge(out)
     return out
-
-
-def _answer_tools(task: Task) -> frozenset[str]:
-    """The answer tools of a role task's environment, from the registry (no environment built)."""
-    from officegym.core.registry import write_tools
-
-    try:
-        return write_tools(task.environment_name) or frozenset()
-    except (KeyError, ValueError):
-        return frozenset()
 
 
 def _merge(reasons: list[Reason]) -> list[Reason]:
@@ -418,7 +413,8 @@ def _council_reasons(ref: RolloutRef, task: Task, env: BaseEnvironment | None, c
     out = []
     if ref.verdict is None or ref.reward is None:
         out.append(Reason("verifier_error", f"the council row has no verdict or reward ({ref.row.get('reward')!r})"))
-    out += [Reason(c, d) for c, d in council.council_findings(ref.row, task, env, config)]
+    rules = env if env is not None else roles.rules_env(task.environment_name)
+    out += [Reason(c, d) for c, d in council.council_findings(ref.row, task, env, rules, config.bands)]
     return _merge(out)
 
 

@@ -14,7 +14,7 @@ import json
 import marshal
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -297,13 +297,26 @@ class RoleEnvironment(BaseEnvironment):
 
         return baseline_turn(self, kind, request, seed)
 
+    def review_findings(self, task: Task, verdict: dict[str, Any], calls: Sequence[tuple[ToolCall, str | None]],
+                        bands: Mapping[str, tuple[float, float]], acts: Sequence[Any] | None = None) -> list[tuple[str, str]]:
+        """Escalations, low margins and an answer without reads (review_rules.py)."""
+        from officegym.envs.roles import review_rules  # it imports this module
+
+        return review_rules.rollout_findings(task, verdict, calls, self.graded_answers, bands)
+
+    def decision_key(self, calls: Sequence[tuple[ToolCall, str | None]]) -> str | None:
+        """The judged answer's decision, free text and claimed figures left out (review_rules.py)."""
+        from officegym.envs.roles import review_rules
+
+        return review_rules.decision_key(calls, self.graded_answers)
+
     # -- shared behaviour
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # The answer tools: the only calls that change the outcome (for the shaped reward); a class
         # attribute, so callers can ask the registry without building the environment.
-        cls.write_tools = frozenset(cls.answer_tools)
+        cls.write_tools = cls.graded_answers = frozenset(cls.answer_tools)
 
     def generate_tasks(self, n: int, seed: int, *, difficulty: tuple[int, int] | None = None) -> list[Task]:
         """`n` tasks from `seed`; each draws a difficulty in `difficulty` (default 1-10) and a

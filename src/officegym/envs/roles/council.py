@@ -10,14 +10,15 @@ agent loop plays all four; `seat_turn` plays the scripted seats (council_seats.p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from officegym.core.environment import EpisodeReplay
 from officegym.core.episode import Episode
 from officegym.core.policy import Completion, PolicyRequest
 from officegym.core.task import Task
 from officegym.core.types import ToolCall, ToolResult, ToolSpec
-from officegym.envs.roles import council_seats
+from officegym.envs.roles import council_review, council_seats, review_rules
 from officegym.envs.roles.base import (
     ESCALATE,
     ESCALATE_SPEC,
@@ -176,3 +177,23 @@ class CouncilEnvironment(RoleEnvironment):
             raise ValueError("scripted council seats need the task")
         return council_seats.seat_turn(self.scenario(request.task), seat, kind, request.messages, request.turn,
                                        max_rounds or DEFAULT_ROUNDS)
+
+    # -- the review queue's hooks (council_review.py)
+    def review_findings(self, task: Task, verdict: dict[str, Any], calls: Sequence[tuple[ToolCall, str | None]],
+                        bands: Mapping[str, tuple[float, float]], acts: Sequence[Any] | None = None) -> list[tuple[str, str]]:
+        """A rollout's findings as every role's; a council's (its `acts`): escalations and low margins
+        of its decision."""
+        if acts is None:
+            return super().review_findings(task, verdict, calls, bands)
+        answer, claims = council_review.decision_answer(acts)
+        return review_rules.answer_findings(task, verdict, answer, claims, bands)
+
+    def replay_episode(self, task: Task, *, calls: Sequence[ToolCall] | None = None, acts: Sequence[Any] | None = None,
+                       rounds: Any = None) -> EpisodeReplay | None:
+        return council_review.replay_episode(self, task, calls, acts, rounds)
+
+    def act_call(self, act: Mapping[str, Any]) -> ToolCall | None:
+        return council_review.act_call(act)
+
+    def decision_plan(self, calls: Sequence[ToolCall], proposals: Mapping[str, Any]) -> tuple[list[ToolCall], list[int]]:
+        return council_review.decision_plan(calls, proposals)
