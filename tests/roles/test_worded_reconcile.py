@@ -18,7 +18,7 @@ from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.policies import make_policy
 from officegym.core.task import Task
 from officegym.core.types import ToolCall
-from officegym.envs.roles import reconcile, reconcile_brief, reconcile_model, reconcile_rule
+from officegym.envs.roles import reconcile, reconcile_brief, reconcile_draw, reconcile_model, reconcile_rule
 from officegym.envs.roles.prose import HELDOUT, HELDOUT_SHARE, TRAINED, id_fraction
 from officegym.sdg.env_tasks import generate_env_tasks
 
@@ -271,7 +271,7 @@ def _random_memos(rng: random.Random, public: dict) -> list[dict]:
     for name in public["stakeholders"]:
         memos.append({"name": name, "weights": {a: rng.randint(0, 5) for a in rng.sample(reconcile.ATTRIBUTES, 3)},
                       "status_quo": rng.randint(0, 25), "bargaining_weight": rng.randint(1, 3),
-                      "vetoes": [reconcile_model.candidate_veto(rng) for _ in range(rng.choice((0, 0, 1, 2)))]})
+                      "vetoes": [reconcile_draw.candidate_veto(rng) for _ in range(rng.choice((0, 0, 1, 2)))]})
     return memos
 
 

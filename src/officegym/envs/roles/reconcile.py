@@ -35,6 +35,7 @@ from officegym.envs.roles.base import (
 )
 from officegym.envs.roles.prose import TRAINED
 from officegym.envs.roles.reconcile_brief import compose
+from officegym.envs.roles.reconcile_draw import draw
 from officegym.envs.roles.reconcile_model import (  # noqa: F401  (re-exported: baselines and tests use reconcile.*)
     ATTRIBUTES,
     EPS,
@@ -48,7 +49,6 @@ from officegym.envs.roles.reconcile_model import (  # noqa: F401  (re-exported: 
     VENDORS,
     Table,
     arguments_of,
-    draw,
     labels,
     normalised_gain,
     solve,
