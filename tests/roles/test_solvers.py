@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from officegym.envs.roles import coo, cost, council, cto, reconcile
+from officegym.envs.roles import coo, cost, council_model, cto, reconcile
 from officegym.envs.roles.solvers import (
     AllocationProblem,
     allocation_feasible,
@@ -182,9 +182,9 @@ def test_reconcile_winner_is_the_argmax_of_the_stated_rule(level):
 
 def test_council_optimum_is_the_brute_force_optimum():
     for seed in range(40):
-        s = council.generate(seed, 1 + seed % 8)
+        s = council_model.generate(seed, 1 + seed % 8)
         full = s.private["full"]
-        figures = [council.evaluate(full, sel) for sel in all_selections(full["components"])]
+        figures = [council_model.evaluate(full, sel) for sel in all_selections(full["components"])]
         ok = [f["tco"] for f in figures if all(code == "over_budget" for code, _ in f["violations"])]
         if s.infeasible:
             assert min(ok) > full["requirements"]["budget_tco_usd"]
