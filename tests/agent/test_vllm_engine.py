@@ -40,7 +40,8 @@ def _tiny(directory: Path, seed: int, positions: int = 1024) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("threads", ["omp1", "torch1"])
+# CI runs torch1 (a trainer on a busy machine: the case that once gave garbage); omp1 with -m slow
+@pytest.mark.parametrize("threads", [pytest.param("omp1", marks=pytest.mark.slow), "torch1"])
 def test_real_vllm_engine_matches_transformers_and_follows_pushed_weights(tmp_path, threads):
     """omp1: one OpenMP thread everywhere. torch1: the process sets torch to 1 thread (as a trainer on a
     busy machine does) while OpenMP's default is every core; the engine's driver thread then planned

@@ -31,7 +31,7 @@ from officegym.envs.roles.council_episode import CouncilEpisode, act
 from officegym.envs.roles.scenario_utils import INFEASIBLE_MODULUS, INFEASIBLE_RESIDUES, scenario_seed
 from officegym.envs.roles.schema import schema_error
 
-FAST, FULL = 500, 10_000
+FAST, FULL = 250, 10_000  # CI sweeps FAST scenarios per role; -m slow the full 10,000
 SINGLE = ("roles/cto", "roles/coo", "roles/reconcile", "roles/risk", "roles/cost")
 NASTY = (None, True, 0, -1, 0.5, -0.0, 1e308, -1e308, 10**400, -(10**400), "", "x" * 3000, "PLAN-99",
          "ÄÖ\u202e", [], {}, [[]], {"": None})

@@ -25,7 +25,8 @@ def _vllm_model(directory: Path) -> Path:
     return module._tiny(directory, 0, positions=8192)
 
 
-@pytest.mark.parametrize("overlap", ["true", "false"])
+# CI runs the overlapped variant (the default); the other takes as long again (-m slow runs it)
+@pytest.mark.parametrize("overlap", ["true", pytest.param("false", marks=pytest.mark.slow)])
 def test_grpo_on_the_real_vllm_engine(tmp_path, workplace_tasks, tiny_world_dir, overlap):
     model = _vllm_model(tmp_path / "model")
     out = tmp_path / "run"
