@@ -47,7 +47,7 @@ from officegym.train.runtime import (
     make_optimizer,
     make_scheduler,
     progress_bar,
-    restore_checkpoint,
+    resume_run,
     save_checkpoint,
 )
 from officegym.train.tracking import METRICS, MetricsLogger, NullLogger, truncate_jsonl
@@ -120,13 +120,7 @@ def _train(cfg: GRPORunConfig, console: Any, step_hook: Callable[[int, dict[str,
                           + (f" (dropped: {sft_mix.report.dropped})" if sft_mix.report.dropped else ""))
     writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main)
     val_writer = RolloutWriter(run_dir, cfg.logging.write_rollouts and dist.main, name=VAL_ROLLOUTS)
-    start_step = 0
-    info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
-    if info is not None:
-        start_step = info.step
-        stream.load_state_dict(info.state["data"])
-        if console is not None:
-            console.print(f"resuming from {info.path} (step {start_step})")
+    start_step = resume_run(manager, tm, optimizer, scheduler, stream, cfg.checkpoint.resume, console)
     if dist.main:
         writer.drop_after(start_step)
         val_writer.drop_after(start_step)

@@ -158,6 +158,19 @@ def restore_checkpoint(manager: CheckpointManager, tm: Any, optimizer: Any, sche
     return info
 
 
+def resume_run(manager: CheckpointManager, tm: Any, optimizer: Any, scheduler: Any, stream: Any, resume: bool,
+               console: Any = None) -> int:
+    """The step a run goes on from: the latest checkpoint's, with the model, optimiser, scheduler,
+    RNGs and the data stream's position restored (`checkpoint.resume`), else 0."""
+    info = restore_checkpoint(manager, tm, optimizer, scheduler) if resume else None
+    if info is None:
+        return 0
+    stream.load_state_dict(info.state["data"])
+    if console is not None:
+        console.print(f"resuming from {info.path} (step {info.step})")
+    return info.step
+
+
 class EpisodeBudget(Policy):
     """A Policy wrapper that caps the tokens sampled per episode (on top of the per-turn cap in
     SamplingParams): each request may sample at most `budget` minus what its conversation sampled

@@ -37,7 +37,7 @@ from officegym.train.runtime import (
     make_optimizer,
     make_scheduler,
     progress_bar,
-    restore_checkpoint,
+    resume_run,
     save_checkpoint,
 )
 from officegym.train.sft_data import (
@@ -196,13 +196,7 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
     scheduler = make_scheduler(optimizer, cfg.optim, total)
     manager = CheckpointManager(run_dir, cfg.checkpoint.keep_top_k, cfg.checkpoint.higher_is_better)
     stream = sft_stream(train, cfg)
-    start_step = 0
-    info = restore_checkpoint(manager, tm, optimizer, scheduler) if cfg.checkpoint.resume else None
-    if info is not None:
-        start_step = info.step
-        stream.load_state_dict(info.state["data"])
-        if console is not None:
-            console.print(f"resuming from {info.path} (step {start_step})")
+    start_step = resume_run(manager, tm, optimizer, scheduler, stream, cfg.checkpoint.resume, console)
     if dist.main:
         truncate_jsonl(run_dir / METRICS, lambda r: int(r.get("step", 0)) <= start_step)
     logger = (MetricsLogger(run_dir, tensorboard=cfg.logging.tensorboard, wandb=cfg.logging.wandb, trackio=cfg.logging.trackio,
