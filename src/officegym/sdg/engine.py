@@ -147,10 +147,10 @@ def _attempt(source: Source, tid: str, rng: random.Random, dedup: Deduper, repor
         reject(dup, cand.query)
         return None
     writes = sum(source.sandbox.is_write(c.name) for c in cand.calls)
-    if (writes == 0 and cand.reply is None) in full:
+    nothing = writes == 0 and cand.reply is None  # what Accepted.do_nothing will say
+    if nothing in full:
         return None  # this template has its share of tasks of this kind (per_template_max)
-    if (writes == 0 and cand.reply is None and report.accepted
-            and report.do_nothing / len(report.accepted) >= do_nothing_max):
+    if nothing and report.accepted and report.do_nothing / len(report.accepted) >= do_nothing_max:
         return None  # enough do-nothing tasks for now; not a defect, so not counted as a rejection
     problem = validate(cand, source.sandbox)
     if problem:
