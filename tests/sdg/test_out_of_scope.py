@@ -73,3 +73,8 @@ def test_sft_demonstrates_the_reply_without_a_call(source):
         assistant = [m for m in conv.messages if m["role"] == "assistant"]
         assert len(assistant) == 1 and not assistant[0].get("tool_calls")
         assert assistant[0]["content"] == task.metadata["reply"]
+
+
+def test_templates_for_a_ready_made_source_are_refused_not_ignored(source):
+    with pytest.raises(ValueError, match="templates apply to world folders"):
+        build_dataset([source], 5, templates=OUT_OF_SCOPE)

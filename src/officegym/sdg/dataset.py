@@ -51,6 +51,9 @@ def build_dataset(worlds: Sequence[str | os.PathLike[str]] | Sequence[WorkplaceS
         raise ValueError(f"all_tools_share must be within [0, 1], got {all_tools_share}")
     if holdout_wordings and wordings != "composed":
         raise ValueError("held-out wordings need composed wordings (wordings='composed')")
+    if templates and any(isinstance(w, WorkplaceSource) for w in worlds):
+        # a ready-made source draws from its own templates: ignoring the argument would be silent
+        raise ValueError("templates apply to world folders; give a WorkplaceSource its templates instead")
     sources = [w if isinstance(w, WorkplaceSource) else WorkplaceSource(
         w, templates=list(templates) if templates else None, wordings=wordings, do_nothing_weight=do_nothing_weight)
         for w in worlds]
