@@ -54,11 +54,9 @@ def token_kinds(tokenizer, ids: list[int]) -> list[str]:
 
 def main() -> None:
     import torch
-    from rich.console import Console
+    from turn_accuracy import run_tasks  # this folder's script, on sys.path when run as one
 
     from officegym.agent.policies import make_policy
-    from officegym.pipeline.config import load_pipeline_config
-    from officegym.pipeline.run import Pipeline
     from officegym.train.sft_data import BuildReport, encode_conversation, ground_truth_conversations
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,12 +66,7 @@ def main() -> None:
     ap.add_argument("--max-tasks", type=int, default=80)
     args = ap.parse_args()
 
-    pipeline = Pipeline(load_pipeline_config(str(args.run / "config.yaml"), []), Console(stderr=True))
-    env = pipeline.environment()
-    tasks = pipeline.eval_tasks("eval_sft")
-    if args.subset:
-        tasks = [t for t in tasks if t.metadata.get("subset") == args.subset]
-    tasks = tasks[: args.max_tasks]
+    env, tasks = run_tasks(args.run, args.subset, None, args.max_tasks)
     convs = ground_truth_conversations(env, tasks, "one", "Done.", None, BuildReport())
     policy = make_policy(f"hf:{args.model}").load()
     tok, model = policy.tokenizer, policy.module

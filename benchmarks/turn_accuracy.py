@@ -121,12 +121,23 @@ def print_table(acc: TurnAccuracy, title: str, rollouts: Path | None) -> None:
         print(f"  {k:3d}  {what}")
 
 
-def main() -> None:
+def run_tasks(run: Path, subset: str | None = None, tools: str | None = None, max_tasks: int = 0):
+    """A pipeline run's environment and the test tasks its evaluation takes, of one subset and tool
+    set when given, the first `max_tasks` when nonzero."""
     from rich.console import Console
 
-    from officegym.agent.policies import make_policy
     from officegym.pipeline.config import load_pipeline_config
     from officegym.pipeline.run import Pipeline
+
+    pipeline = Pipeline(load_pipeline_config(str(run / "config.yaml"), []), Console(stderr=True))
+    tasks = pipeline.eval_tasks("eval_sft")
+    tasks = [t for t in tasks if (not subset or t.metadata.get("subset") == subset)
+             and (not tools or t.metadata.get("tools_offered") == tools)]
+    return pipeline.environment(), tasks[:max_tasks] if max_tasks else tasks
+
+
+def main() -> None:
+    from officegym.agent.policies import make_policy
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path)
@@ -138,15 +149,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     args = ap.parse_args()
 
-    pipeline = Pipeline(load_pipeline_config(str(args.run / "config.yaml"), []), Console(stderr=True))
-    env = pipeline.environment()
-    tasks = pipeline.eval_tasks("eval_sft")
-    if args.subset:
-        tasks = [t for t in tasks if t.metadata.get("subset") == args.subset]
-    if args.tools:
-        tasks = [t for t in tasks if t.metadata.get("tools_offered") == args.tools]
-    if args.max_tasks:
-        tasks = tasks[: args.max_tasks]
+    env, tasks = run_tasks(args.run, args.subset, args.tools, args.max_tasks)
     acc = turn_accuracy(env, tasks, make_policy(args.model), args.max_new_tokens)
     where = ", ".join(x for x in (args.subset, args.tools and f"{args.tools} tools") if x)
     print_table(acc, f"{args.model} on {len(acc.task_ok)} test tasks of {args.run}" + (f" ({where})" if where else ""),
