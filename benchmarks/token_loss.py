@@ -16,40 +16,10 @@ token-mean loss barely trains.
 from __future__ import annotations
 
 import argparse
-import re
 from collections import defaultdict
 from pathlib import Path
 
-KINDS = ("tool name", "argument values", "call structure", "answer text")
-_VALUE = re.compile(r'":\s*("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|true|false|null)')
-
-
-def char_kinds(text: str) -> list[str]:
-    """The kind of each character of an assistant turn's text (see KINDS)."""
-    if "<tool_call>" not in text:
-        return ["answer text"] * len(text)
-    kinds = ["call structure"] * len(text)
-    for m in re.finditer(r'"name":\s*"([^"]*)"', text):
-        for i in range(m.start(1), m.end(1)):
-            kinds[i] = "tool name"
-    for block in re.finditer(r'"arguments":\s*(\{.*?\})\s*\}\s*\n</tool_call>', text, re.S):
-        for m in _VALUE.finditer(text, block.start(1), block.end(1)):
-            for i in range(m.start(1), m.end(1)):
-                kinds[i] = "argument values"
-    return kinds
-
-
-def token_kinds(tokenizer, ids: list[int]) -> list[str]:
-    """The kind of each token of one assistant turn, from the characters it decodes to."""
-    text = tokenizer.decode(ids)
-    kinds = char_kinds(text)
-    out, pos = [], 0
-    for j in range(len(ids)):
-        end = len(tokenizer.decode(ids[: j + 1]))
-        span = kinds[pos:end] or ["call structure"]
-        out.append("tool name" if "tool name" in span else ("argument values" if "argument values" in span else span[0]))
-        pos = end
-    return out
+from officegym.train.token_kinds import KINDS, char_kinds, token_kinds  # noqa: F401  (char_kinds: tests)
 
 
 def main() -> None:

@@ -225,6 +225,9 @@ class SFTSection(Section):
     min_reward: float = 1.0
     calls_per_turn: Literal["all", "one"] = Field("all", description="ground-truth replay: all calls in one turn, or one per turn")
     final_answer: str = "Done."
+    token_weights: dict[Literal["tool_name", "argument_values", "call_structure", "answer_text"], float] = Field(
+        default_factory=dict, description="loss weight of each kind of assistant token (ground-truth replays; unnamed "
+        "kinds weigh 1): e.g. {tool_name: 4} makes the choice of tool count more (benchmarks/token_loss.py)")
     epochs: int = Field(1, ge=1)
     max_steps: int | None = Field(None, ge=1, description="optimizer steps; default: epochs over the data")
     batch_size: int = Field(8, ge=1, description="conversations per optimizer step")

@@ -61,7 +61,7 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
             raise TrainingSetupError("sft.source=ground_truth needs data.tasks (task JSONL with ground_truth)")
         train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
         train, val = (ground_truth_examples(renderer, env, tasks, s.calls_per_turn, s.final_answer,
-                                            cfg.rollout.max_tool_output_chars, s.max_length, report)
+                                            cfg.rollout.max_tool_output_chars, s.max_length, report, s.token_weights)
                       for tasks in (train_tasks, val_tasks))
     elif s.source == "council":
         if not cfg.data.tasks or cfg.council is None:
@@ -133,7 +133,7 @@ def nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, in
 
     lp, _, offset = forward_logprobs(tm.model, tm, batch, 1.0, share=share)  # type: ignore[arg-type]
     mask = batch["loss_mask"][:, offset:]
-    return -(lp * mask).sum(), int(mask.sum())
+    return -(lp * mask).sum(), float(mask.sum())  # weighted tokens (sft.token_weights), else their number
 
 
 def sft_share(s: Any) -> str:
@@ -148,7 +148,7 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
 
     if not examples:
         return float("nan")
-    total, tokens = 0.0, 0
+    total, tokens = 0.0, 0.0
     was_training = tm.model.training
     tm.model.eval()
     with torch.no_grad():  # the shared-prompt forward is exact and, without gradient, simply cheaper
@@ -157,7 +157,7 @@ def eval_loss(tm: Any, examples: list[Example], micro: int, pad_id: int) -> floa
             total += float(nll)
             tokens += n
     tm.model.train(was_training)
-    return total / max(1, tokens)
+    return total / max(1.0, tokens)
 
 
 def sft_stream(train: list[Example], cfg: SFTRunConfig) -> TaskStream:
@@ -215,13 +215,14 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
                 share = sft_share(s)
                 drawn = dist.share(stream.take(s.batch_size))  # every rank draws the same; trains its share
                 batches = conversation_batches(drawn, s.micro_batch_size, pad_id, tm.device, share != "off", s.micro_batch_tokens)
-                n_tokens = int(dist.sum(sum(int(b["loss_mask"].sum()) for b in batches)))
+                n_tokens = int(dist.sum(sum(int((b["loss_mask"] > 0).sum()) for b in batches)))
+                weight = float(dist.sum(sum(float(b["loss_mask"].sum()) for b in batches)))  # = n_tokens unweighted
                 seen = int(dist.sum(sum(int(b["attention_mask"].sum()) for b in batches)))
                 optimizer.zero_grad(set_to_none=True)
                 loss_total = 0.0
                 for b in batches:
                     nll, _ = nll_sum(tm, b, share)
-                    loss = nll / max(1, n_tokens)
+                    loss = nll / max(1.0, weight)
                     loss.backward()
                     loss_total += float(loss.detach())
                 dist.sum_gradients(params)

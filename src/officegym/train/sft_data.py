@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
 from officegym.core.types import ToolSpec
 from officegym.train.data import template_of
+from officegym.train.token_kinds import token_weights
 
 
 @dataclass
@@ -199,8 +200,9 @@ def assistant_turn_text(renderer: Any, messages: list[dict[str, Any]], index: in
     return body[: cut + len(eot)] if cut >= 0 else body
 
 
-def encode_conversation(renderer: Any, conv: Conversation) -> Example:
-    """Token ids and the assistant-only loss mask of a conversation (see the module docstring)."""
+def encode_conversation(renderer: Any, conv: Conversation, weights: Mapping[str, float] | None = None) -> Example:
+    """Token ids and the assistant-only loss mask of a conversation (see the module docstring);
+    `weights` (by kind of token, train/token_kinds.py) make the mask a weight per assistant token."""
     ids: list[int] = []
     mask: list[int] = []
     previous: Completion | None = None
@@ -215,7 +217,7 @@ def encode_conversation(renderer: Any, conv: Conversation) -> Example:
         completion = renderer.encode(assistant_turn_text(renderer, conv.messages, i, conv.tools))
         new = prompt[len(ids):]
         ids += new + completion
-        mask += [0] * len(new) + [1] * len(completion)
+        mask += [0] * len(new) + (token_weights(renderer.tokenizer, completion, weights) if weights else [1] * len(completion))
         previous = Completion(prompt_ids=prompt, completion_ids=completion)
         turn += 1
     if not any(mask):
@@ -223,11 +225,12 @@ def encode_conversation(renderer: Any, conv: Conversation) -> Example:
     return Example(conv.source, ids, mask)
 
 
-def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length: int, report: BuildReport) -> list[Example]:
+def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length: int, report: BuildReport,
+               weights: Mapping[str, float] | None = None) -> list[Example]:
     out = []
     for conv in conversations:
         try:
-            ex = encode_conversation(renderer, conv)
+            ex = encode_conversation(renderer, conv, weights)
         except (TemplateMismatchError, ValueError) as exc:
             report.drop(f"could not tokenise ({type(exc).__name__})")
             continue
@@ -239,7 +242,8 @@ def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length:
 
 
 def ground_truth_examples(renderer: Any, env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
-                          max_tool_output_chars: int | None, max_length: int, report: BuildReport) -> list[Example]:
+                          max_tool_output_chars: int | None, max_length: int, report: BuildReport,
+                          weights: Mapping[str, float] | None = None) -> list[Example]:
     """The tasks' verified ground-truth replays, tokenised: SFT's data, and GRPO's SFT term's."""
     convs = ground_truth_conversations(env, tasks, calls_per_turn, final_answer, max_tool_output_chars, report)
-    return encode_all(renderer, convs, max_length, report)
+    return encode_all(renderer, convs, max_length, report, weights)
