@@ -19,7 +19,7 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from officegym.train.token_kinds import KINDS, char_kinds, token_kinds  # noqa: F401  (char_kinds: tests)
+from officegym.train.token_kinds import KINDS, token_kinds
 
 
 def main() -> None:

@@ -8,22 +8,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-class _CharTokenizer:
-    def decode(self, ids):
-        return "".join(chr(i) for i in ids)
-
-
-def test_token_weights_by_kind():
-    from officegym.train.token_kinds import token_weights
-
-    text = '<tool_call>\n{"name": "f_g", "arguments": {"x": 1}}\n</tool_call><|im_end|>'
-    w = token_weights(_CharTokenizer(), [ord(c) for c in text], {"tool_name": 4.0, "call_structure": 0.5})
-    assert "".join(c for c, x in zip(text, w) if x == 4.0) == "f_g"
-    assert "".join(c for c, x in zip(text, w) if x == 1.0) == "1"  # argument values: not named, weight 1
-    assert set(w) == {4.0, 1.0, 0.5}
-    assert token_weights(_CharTokenizer(), [ord(c) for c in "Done."], {"tool_name": 4.0}) == [1.0] * 5
-
-
 def test_sft_weights_the_name_tokens_and_the_loss_is_their_weighted_mean(tmp_path, make_cfg, tiny_model_dir,
                                                                           workplace_tasks, tiny_world_dir):
     from officegym.train.config_files import ConfigError

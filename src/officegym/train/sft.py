@@ -126,9 +126,10 @@ def conversation_batches(examples: list[Example], micro: int, pad_id: int, devic
     return out
 
 
-def nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, int]:
-    """Summed negative log-likelihood of the masked tokens, and their number; logits are computed
-    only from the first masked position on (`share`: see train/forward.py)."""
+def nll_sum(tm: Any, batch: dict[str, Any], share: str = "off") -> tuple[Any, float]:
+    """Summed negative log-likelihood of the masked tokens (each times its weight), and their summed
+    weight (their number unweighted); logits are computed only from the first masked position on
+    (`share`: see train/forward.py)."""
     from officegym.train.forward import forward_logprobs
 
     lp, _, offset = forward_logprobs(tm.model, tm, batch, 1.0, share=share)  # type: ignore[arg-type]

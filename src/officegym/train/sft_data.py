@@ -47,7 +47,7 @@ class Conversation:
 class Example:
     source: str
     input_ids: list[int]
-    loss_mask: list[int]
+    loss_mask: list[float]  # 0 or 1, or the token's weight (sft.token_weights)
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -204,7 +204,7 @@ def encode_conversation(renderer: Any, conv: Conversation, weights: Mapping[str,
     """Token ids and the assistant-only loss mask of a conversation (see the module docstring);
     `weights` (by kind of token, train/token_kinds.py) make the mask a weight per assistant token."""
     ids: list[int] = []
-    mask: list[int] = []
+    mask: list[float] = []
     previous: Completion | None = None
     turn = 0
     for i, message in enumerate(conv.messages):
