@@ -65,7 +65,6 @@ DIRECT_ENVIRONMENT_IMPORTS = {
     "server/client.py": "the remote client words an invalid-JSON result as the workplace session does",
     "server/serve.py": "serves the workplace with NeMo Gym's reference-compat settings (WorkplaceEnvironment)",
     "pipeline/reference_set.py": "finds the reference data set shipped with the workplace environment",
-    "cli/eval.py": "`officegym tools`/`tool` list the workplace's specs; `officegym verify` checks workplace rollouts",
     "cli/generate.py": "`officegym generate world` runs the workplace's world generator and writer",
     "cli/worlds.py": "names a workplace world folder by its world id",
 }

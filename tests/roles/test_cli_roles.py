@@ -174,3 +174,32 @@ def test_council_with_a_model_seat_over_an_openai_compatible_server(tmp_path):
     assert summary["seats"]["cost"] == "openai:fake-model" and summary["mean_reward"] == 1.0
     councils = rows(tmp_path / "c" / "councils.jsonl")
     assert all(any(a["seat"] == "cost" and a["act"] == "share" for a in c["acts"]) for c in councils)
+
+
+def test_verify_tools_and_call_go_through_the_environment(generated, tmp_path):
+    """`officegym verify` re-scores a role's rollouts from their rows (the environment the rows name,
+    no world); `tools --env` lists its tools; `call` says its sessions need a task row."""
+    tasks = generated["roles/cost"] / "train.jsonl"
+    run = tmp_path / "greedy"
+    assert invoke("eval", "--env", "roles/cost", "--tasks", tasks, "--policy", "greedy", "--out", run).exit_code == 0
+    played = rows(run / "rollouts.jsonl")
+    res = invoke("verify", "--rollouts", run / "rollouts.jsonl", "--out", "-")
+    assert res.exit_code == 0, res.output
+    verdicts = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    assert [v["reward"] for v in verdicts] == [r["reward"] for r in played]
+    assert {v["mode"] for v in verdicts} == {"exact"} and 0 < sum(v["reward"] == 1.0 for v in verdicts) < len(played)
+    # the rows without their task part, matched to the task rows by id
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({"id": r["id"], "response": r["response"]}) + "\n" for r in played))
+    res = invoke("verify", "--rollouts", bare, "--tasks", tasks, "--env", "roles/cost", "--out", "-")
+    assert res.exit_code == 0, res.output
+    assert [json.loads(x)["reward"] for x in res.stdout.splitlines() if x.startswith("{")] == [r["reward"] for r in played]
+    res = invoke("verify", "--rollouts", run / "rollouts.jsonl", "--world", tmp_path)
+    assert res.exit_code == 2 and "takes no world" in res.output
+    res = invoke("verify", "--rollouts", run / "rollouts.jsonl", "--env", "roles/cost", "--mode", "nemo_gym")
+    assert res.exit_code == 2 and "--mode must be one of exact" in res.output
+
+    res = invoke("tools", "--env", "roles/cost", "--json")
+    assert res.exit_code == 0 and "submit_plan" in {s["name"] for s in json.loads(res.stdout)}
+    res = invoke("call", "read_document", "{}", "--env", "roles/cost")
+    assert res.exit_code == 2 and "start from a task row" in res.output

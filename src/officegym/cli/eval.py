@@ -1,4 +1,4 @@
-"""`officegym tools|call|verify|eval|report|compare`: the workplace's tools, verifying rollouts,
+"""`officegym tools|call|verify|eval|report|compare`: an environment's tools, verifying rollouts,
 evaluating a policy and reading eval runs."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from officegym.agent.policies import preflight
 from officegym.cli.common import (
     WorldOpt,
     console,
+    default_world,
     fail,
-    load_world,
     print_metrics,
     read_task_file,
     write_json,
@@ -41,22 +41,36 @@ from officegym.core.inputs import InputError, input_dir, input_file, output_dir,
 from officegym.eval.defaults import EVAL_DEFAULTS
 
 
-def tools(world: WorldOpt = None, as_json: Annotated[bool, typer.Option("--json", help="Print the tool schemas as JSON.")] = False) -> None:
-    """List the workplace tools."""
-    from officegym.envs.workplace.specs import TOOL_SPECS
+EnvOpt = Annotated[str, typer.Option("--env", help="Environment (see `officegym envs`; workplace is short for workplace_assistant).")]
 
-    if world is not None:
-        load_world(world)  # validates the folder; the tool surface does not depend on the data
+
+def _open(env: str, world: Path | None):
+    """The environment `env`, in `world` (its default world if it takes one and none is given)."""
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.eval.results import open_environment
+
+    try:
+        name = registry.canonical_name(env)
+        return open_environment(name, world, default_world=lambda: default_world(name))[0]
+    except EnvironmentSetupError as exc:
+        fail(str(exc))
+
+
+def tools(world: WorldOpt = None, env: EnvOpt = registry.DEFAULT_ENVIRONMENT,
+          as_json: Annotated[bool, typer.Option("--json", help="Print the tool schemas as JSON.")] = False) -> None:
+    """List an environment's tools (the workplace's 27 by default)."""
+    environment = _open(env, world)  # a world is loaded, so a bad folder is reported
+    specs = environment.tools()
     if as_json:
-        typer.echo(json.dumps([s.to_schema() for s in TOOL_SPECS], indent=2))
+        typer.echo(json.dumps([s.to_schema() for s in specs], indent=2))
         return
-    table = Table(title=f"{len(TOOL_SPECS)} workplace tools")
+    table = Table(title=f"{len(specs)} {environment.name} tools")
     table.add_column("tool")
     table.add_column("parameters (* required)")
     table.add_column("description")
-    for s in TOOL_SPECS:
+    for s in specs:
         req = set(s.parameters.get("required", []))
-        params = ", ".join(p + ("*" if p in req else "") for p in s.parameters["properties"])
+        params = ", ".join(p + ("*" if p in req else "") for p in s.parameters.get("properties", {}))
         table.add_row(s.name, params, s.description)
     Console().print(table)
 
@@ -65,16 +79,18 @@ def call(
     tool: Annotated[str, typer.Argument(help="Tool name, e.g. email_search_emails")],
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object")] = "{}",
     world: WorldOpt = None,
+    env: EnvOpt = registry.DEFAULT_ENVIRONMENT,
 ) -> None:
     """Run one tool on a fresh session and print what the model would see; a call that did not run
     (unknown tool, bad arguments) exits non-zero."""
-    from officegym.envs.workplace.specs import TOOL_SPECS
-
-    w = load_world(world)
-    result = w.new_session().execute(tool, arguments)
+    environment = _open(env, world)
+    if environment.session_from_row:
+        fail(f"{environment.name}'s sessions start from a task row, not a world: `officegym eval` plays its tasks")
+    names = {s.name for s in environment.tools()}
+    result = environment.session().execute(tool, arguments)
     typer.echo(result.text)
-    if tool not in {s.name for s in TOOL_SPECS}:
-        fail(f"no tool named {tool!r}; `officegym tools` lists the {len(TOOL_SPECS)} tools")
+    if tool not in names:
+        fail(f"no tool named {tool!r}; `officegym tools --env {environment.name}` lists its {len(names)} tools")
     if result.status == "error":
         fail(f"the call of {tool} failed (its text above is what the model would see)")
 
@@ -86,21 +102,28 @@ AllowMismatchOpt = Annotated[bool, typer.Option(
 
 def verify(
     rollouts: Annotated[Path, typer.Option("--rollouts", help="NeMo Gym rollout rows (JSONL).")],
-    tasks: Annotated[Path | None, typer.Option("--tasks", help="Task rows; optional when rollouts carry ground_truth.")] = None,
-    world: Annotated[Path | None, typer.Option("--world", help="World folder in NeMo Gym's csv_data layout (default: the "
-                                               "world the rows were made in, else the generated world of seed 0).")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="outcome (default) or nemo_gym.")] = "outcome",
+    tasks: Annotated[Path | None, typer.Option("--tasks", help="Task rows; optional when rollouts carry their task (ground_truth).")] = None,
+    world: Annotated[Path | None, typer.Option("--world", help="For an environment that takes a world: its folder (default: the "
+                                               "world the rows were made in, else the environment's default world).")] = None,
+    env: Annotated[str | None, typer.Option("--env", help="Environment (see `officegym envs`); default: the one the rows name, "
+                                            "else workplace_assistant.")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="Verification mode (default: the environment's first; the "
+                                             "workplace's are outcome and nemo_gym).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write one JSON verdict per rollout here ('-': print them on stdout); without it, only the summary.")] = None,
     allow_world_mismatch: AllowMismatchOpt = False,
 ) -> None:
-    """Verify rollouts: a summary, and with --out one verdict line per rollout, in input order."""
-    from officegym.cli.worlds import checked_rows, refuse_other_world, world_for, world_ids
+    """Verify rollouts in any environment: a summary, and with --out one verdict line per rollout, in input order."""
+    from officegym.cli.worlds import checked_rows
     from officegym.core.task import TaskFormatError, iter_jsonl, read_tasks, write_jsonl
-    from officegym.envs.workplace.rollouts import TaskIndex, verify_rollouts
+    from officegym.eval.verify_rows import TaskIndex, verify_rollouts
 
-    modes = registry.environment_class(registry.DEFAULT_ENVIRONMENT).modes
-    if mode not in modes:
-        fail(f"--mode must be one of {', '.join(modes)}")
+    if env is not None and mode is not None:  # a wrong mode ends the command before any row is read
+        try:
+            modes = registry.environment_class(registry.canonical_name(env)).modes
+        except registry.UnknownEnvironmentError as exc:
+            fail(str(exc))
+        if mode not in modes:
+            fail(f"--mode must be one of {', '.join(modes)}")
     input_file(rollouts, "rollouts file", utf8=False)  # read once, below, and checked there
     if tasks is not None:
         input_file(tasks, "task file")
@@ -110,18 +133,22 @@ def verify(
     try:
         index = TaskIndex(read_tasks(tasks)) if tasks else None
         rows = iter_jsonl(rollouts)
-        ids = world_ids(index.tasks) if index else []
-        if not ids and world is None:  # the first rollout says which world to build
+        named = index.tasks if index else []
+        if not named:  # the first rollout says which environment (and world) it was played in
             first = next(rows, None)
-            ids = world_ids([first[1]]) if first is not None else []
+            named = _row_task(first[1]) if first is not None else []
             rows = itertools.chain([first] if first is not None else [], rows)
-        path = world_for(world, ids, allow_world_mismatch)
-        w = load_world(path)
-        refuse_other_world(path, ids, allow_world_mismatch)
+        if not index and world is not None:  # each row's world is checked against it as it is read
+            env = _environment_named(env, named)
+            named = []
+        _, environment, mode = environment_for_tasks(env, world, mode, named, allow_world_mismatch)
+        if environment.takes_world and environment.world_path:
+            rows = checked_rows(rows, Path(environment.world_path), allow_world_mismatch)
+        elif world is not None:
+            fail(f"{environment.name} takes no world: leave --world out")
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends
         # the command before anything is written.
-        env = registry.make(registry.DEFAULT_ENVIRONMENT, world=w, mode=mode)
-        verdicts = list(verify_rollouts(env, checked_rows(rows, path, allow_world_mismatch), index, mode))
+        verdicts = list(verify_rollouts(environment, rows, index, mode))
     except UnicodeDecodeError:
         input_file(rollouts, "rollouts file")  # InputError: the line where the text stops being UTF-8
         raise
@@ -155,6 +182,29 @@ def verify(
     if out is None:
         console.print("one verdict a rollout: --out FILE writes them, --out - prints them", markup=False)
 
+
+def _environment_named(env: str | None, tasks: list) -> str:
+    from officegym.core.environment import EnvironmentSetupError
+    from officegym.eval.results import choose_environment
+
+    try:
+        return choose_environment(env, tasks)
+    except EnvironmentSetupError as exc:
+        fail(str(exc))
+
+
+def _row_task(row):
+    """The task a rollout row carries, in a list (empty when it carries none that reads: the row's
+    own verdict says why later)."""
+    from officegym.core.rollout_row import RolloutRow
+    from officegym.core.task import TaskFormatError
+
+    if not isinstance(row, dict):
+        return []
+    try:
+        return [RolloutRow(row).task()]
+    except (TaskFormatError, ValueError):
+        return []
 
 
 def eval_cmd(

@@ -12,6 +12,8 @@ caller probes attributes with `getattr` or compares environment names:
 - `sdg_templates`: its tasks come from sdg's template library over its worlds (the workplace's);
   otherwise `generate_tasks(n, seed, ...)` is its own generator, when it has one;
 - `session_from_row`: sessions are seeded from the task row (the roles), not from a world;
+- `verifies_truth_only`: `verify` reads nothing of a task but its ground truth (the workplace's), so
+  a rollout row carrying its truth is verified without building its whole task;
 - `state_fingerprint(session)`: a strict description of the state a session holds (the review
   queue compares rewarded end states by it); None: the successful write calls say it all;
 - `nemo_gym_server` and `cookie_name()`: NeMo Gym's resources-server class for it, if it has one,
@@ -78,6 +80,7 @@ class BaseEnvironment:
     takes_world: ClassVar[bool] = False
     sdg_templates: ClassVar[bool] = False
     session_from_row: ClassVar[bool] = False
+    verifies_truth_only: ClassVar[bool] = False
     nemo_gym_server: ClassVar[str | None] = None  # NeMo Gym's resources-server class for it, if any
     seats: ClassVar[tuple[str, ...]] = ()  # a multi-agent environment's seats; () for a single agent
     baselines: ClassVar[tuple[str, ...]] = ()  # the scripted baselines baseline_turn plays
@@ -230,6 +233,7 @@ class EnvironmentWrapper(BaseEnvironment):
     takes_world = property(lambda self: self.env.takes_world)  # type: ignore[assignment]
     sdg_templates = property(lambda self: self.env.sdg_templates)  # type: ignore[assignment]
     session_from_row = property(lambda self: self.env.session_from_row)  # type: ignore[assignment]
+    verifies_truth_only = property(lambda self: self.env.verifies_truth_only)  # type: ignore[assignment]
     nemo_gym_server = property(lambda self: self.env.nemo_gym_server)  # type: ignore[assignment]
     seats = property(lambda self: self.env.seats)  # type: ignore[assignment]
     baselines = property(lambda self: self.env.baselines)  # type: ignore[assignment]

@@ -27,6 +27,7 @@ class WorkplaceEnvironment(BaseEnvironment):
     modes = MODES
     takes_world = True
     sdg_templates = True
+    verifies_truth_only = True
     nemo_gym_server = "WorkbenchResourcesServer"
     write_tools = WRITE_TOOLS
 

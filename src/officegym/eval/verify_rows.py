@@ -1,4 +1,5 @@
-"""Verify NeMo Gym rollout rows: match each to its task, replay its function calls, explain."""
+"""Verify rollout rows in NeMo Gym's format: match each to its task, replay its calls in the
+environment, explain (`officegym verify`, any registered environment)."""
 
 from __future__ import annotations
 
@@ -62,36 +63,37 @@ class RolloutVerdict:
 def verify_rollouts(
     env: BaseEnvironment, rows: Iterable[tuple[int, Any]], tasks: TaskIndex | None, mode: str
 ) -> Iterator[RolloutVerdict]:
-    """Verify (line number, row) pairs in order with `env.verify` (the workplace's: it reads no more
-    of a task than its ground truth); a bad row yields a verdict with `error`, never raises."""
+    """Verify (line number, row) pairs in order with `env.verify`; a bad row yields a verdict with
+    `error`, never raises."""
     for lineno, row in rows:
         rid = row.get("id", lineno) if isinstance(row, dict) else lineno
         try:
-            truth, calls, task_id = _truth_and_calls(row, tasks)
+            task, calls = _task_and_calls(env, row, tasks)
         except (TaskFormatError, ToolCallParseError, ValueError) as exc:  # RolloutRowError is a ValueError
             yield RolloutVerdict(lineno, rid, None, mode, error=str(exc))
             continue
-        task = Task(task_id, [], ground_truth=truth)
         start = time.perf_counter()
         verdict = env.verify(task, calls, mode)
         elapsed = time.perf_counter() - start
         evidence = verdict.to_dict()
         for k in ("reward", "mode"):
             evidence.pop(k)
-        yield RolloutVerdict(lineno, rid if rid is not None else task_id, verdict.reward, mode, evidence, seconds=elapsed)
+        yield RolloutVerdict(lineno, rid if rid is not None else task.id, verdict.reward, mode, evidence, seconds=elapsed)
 
 
-def _truth_and_calls(row: Any, tasks: TaskIndex | None) -> tuple[list[ToolCall], list[ToolCall], Any]:
-    """The rollout's ground truth (its own, else its task's), its calls and its task id. A row that
-    carries its ground truth is checked, not read as a whole Task: the truth is all the verifier
-    needs (half the time of building the Task)."""
+def _task_and_calls(env: BaseEnvironment, row: Any, tasks: TaskIndex | None) -> tuple[Task, list[ToolCall]]:
+    """The rollout's task (its own, else the one it matches in `tasks`) and its calls. For an
+    environment whose verifier reads only the ground truth (`verifies_truth_only`), a row carrying
+    its truth is checked, not read as a whole Task (half the time of building it)."""
     rollout = parse(row)
     calls = rollout.calls()
     if rollout.has_ground_truth:
-        task_parts(row)  # a damaged task part is an error, as when the task is read whole
-        return ground_truth_of(row)[0], calls, row.get("id")
+        if env.verifies_truth_only:
+            task_parts(row)  # a damaged task part is an error, as when the task is read whole
+            return Task(row.get("id"), [], ground_truth=ground_truth_of(row)[0]), calls
+        return rollout.task(), calls
     task = tasks.find(row) if tasks is not None else None
     if task is None:
         hint = "" if tasks is not None else " (pass --tasks with the task rows)"
         raise ValueError(f"no ground truth for this rollout: it carries none and matches no task{hint}")
-    return task.ground_truth, calls, task.id
+    return task, calls
