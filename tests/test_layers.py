@@ -66,7 +66,6 @@ DIRECT_ENVIRONMENT_IMPORTS = {
     "server/serve.py": "serves the workplace with NeMo Gym's reference-compat settings (WorkplaceEnvironment)",
     "pipeline/reference_set.py": "finds the reference data set shipped with the workplace environment",
     "cli/generate.py": "`officegym generate world` runs the workplace's world generator and writer",
-    "cli/worlds.py": "names a workplace world folder by its world id",
 }
 
 

@@ -143,7 +143,7 @@ def verify(
             named = []
         _, environment, mode = environment_for_tasks(env, world, mode, named, allow_world_mismatch)
         if environment.takes_world and environment.world_path:
-            rows = checked_rows(rows, Path(environment.world_path), allow_world_mismatch)
+            rows = checked_rows(rows, environment, allow_world_mismatch)
         elif world is not None:
             fail(f"{environment.name} takes no world: leave --world out")
         # Each row is verified as it is read and then dropped; a line that is not JSON still ends

@@ -14,6 +14,7 @@ from typing import Any
 
 from officegym.cli.common import default_world, fail, say
 from officegym.core import registry
+from officegym.core.environment import BaseEnvironment
 
 MISMATCH_FLAG = "--allow-world-mismatch"
 
@@ -49,37 +50,27 @@ def world_for(given: Path | None, ids: list[str], allow_mismatch: bool = False,
     return path
 
 
-def world_id_at(path: Path) -> str:
-    """The id task rows made in the world at `path` carry."""
-    from officegym.envs.workplace.generate.default import world_id_of
-
-    return world_id_of(path)
-
-
-def refuse_other_world(path: Path, ids: list[str], allow_mismatch: bool = False, have: str | None = None) -> None:
-    """End the command when the rows were made in another world than the one at `path` (whose id is
-    `have` when the caller knows it)."""
-    if not ids or allow_mismatch:
+def refuse_other_world(path: Path, ids: list[str], have: str | None, allow_mismatch: bool = False) -> None:
+    """End the command when the rows were made in another world than `have`, the id of the world at
+    `path` (BaseEnvironment.world_id)."""
+    if not ids or allow_mismatch or have is None:
         return
-    have = have or world_id_at(path)
     others = [i for i in ids if i != have]
     if others:
         fail(f"the tasks were made in world {others[0]}, but the world at {path} is {have}: pass --world with the "
              f"world they were made in (or {MISMATCH_FLAG} to use this one anyway)")
 
 
-def checked_rows(rows: Iterable[tuple[int, Any]], path: Path,
+def checked_rows(rows: Iterable[tuple[int, Any]], environment: BaseEnvironment,
                  allow_mismatch: bool = False) -> Iterator[tuple[int, Any]]:
     """(line, row) pairs as they stream by, ending the command at the first row made in another
-    world than the one at `path` (rows naming no world pass)."""
-    have = None  # worked out at the first row that names a world: NeMo Gym's rows never do
+    world than the environment's (rows naming no world pass)."""
+    have = environment.world_id
     for lineno, row in rows:
         value = row.get("world_id") if isinstance(row, dict) and not allow_mismatch else None
-        if isinstance(value, str) and value:
-            have = have or world_id_at(path)
-            if value != have:
-                fail(f"line {lineno}: the rollout was made in world {value}, but the world at {path} is {have}: "
-                     f"pass --world with the world it was made in (or {MISMATCH_FLAG} to verify it here anyway)")
+        if isinstance(value, str) and value and have is not None and value != have:
+            fail(f"line {lineno}: the rollout was made in world {value}, but the world at {environment.world_path} is "
+                 f"{have}: pass --world with the world it was made in (or {MISMATCH_FLAG} to verify it here anyway)")
         yield lineno, row
 
 
@@ -98,5 +89,5 @@ def environment_for_tasks(env: str | None, world: Path | None, mode: str | None,
     except EnvironmentSetupError as exc:
         fail(str(exc))
     if ids and environment.world_path:
-        refuse_other_world(Path(environment.world_path), ids, allow_world_mismatch, environment.world_id)
+        refuse_other_world(Path(environment.world_path), ids, environment.world_id, allow_world_mismatch)
     return env_name, environment, mode
