@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -27,20 +28,17 @@ def generate_world_command(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out if it is not empty.")] = False,
 ) -> None:
     """Generate a company world from a seed and write it in NeMo Gym's csv_data layout."""
-    from officegym.envs.workplace.generate import SIZES, generate_world, write_world
-
-    if size not in SIZES:
-        fail(f"--size must be one of {', '.join(SIZES)}, got {size!r}")
     output_dir(out, "--out")
     if not overwrite and out.is_dir() and any(out.iterdir()):
         fail(f"--out {out} is not empty: pass --overwrite to replace it with the new world")
-    try:
-        world = generate_world(seed, size, now=now, company=company, user=user)
-        path = write_world(world, out, overwrite=overwrite)
-    except (ValueError, FileExistsError) as exc:  # WorldCheckError is a ValueError
+    try:  # the environment's generator validates the options before it writes anything
+        path = registry.environment_class(registry.DEFAULT_ENVIRONMENT).generate_world(
+            out, seed=seed, size=size, now=now, company=company, user=user)
+        made = json.loads((Path(path) / "world.json").read_text(encoding="utf-8"))
+    except (ValueError, FileExistsError, OSError) as exc:  # WorldCheckError is a ValueError
         fail(str(exc))
-    counts = ", ".join(f"{name} {n}" for name, n in world.counts.items())
-    console.print(f"{world.company.name} ({world.company.domain}), user {world.user}, now {world.now}: {counts}", markup=False)
+    counts = ", ".join(f"{name} {n}" for name, n in made.get("counts", {}).items())
+    console.print(f"{made['company']} ({made['domain']}), user {made['user']}, now {made['now']}: {counts}", markup=False)
     typer.echo(str(path))
 
 
@@ -93,7 +91,6 @@ def generate_tasks_command(
         fail(f"environment {env!r} has no task generator")
     if levels is not None:
         fail("--difficulty applies to the role environments (roles/*); workplace tasks get their level from the template")
-    from officegym.envs.workplace.world import WorldFormatError
     from officegym.sdg.dataset import build_dataset, write_dataset
 
     worlds = [input_dir(w, "world folder") for w in world] if world else [default_world(env)]
@@ -103,7 +100,7 @@ def generate_tasks_command(
             ds = build_dataset(worlds, n, seed, holdout_templates, holdout_worlds, tools,
                                on_accept=lambda _a: bar.advance(job), wordings=wordings,
                                holdout_wordings=holdout_wordings, all_tools_share=all_tools_share)
-        except (ValueError, WorldFormatError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # a WorldFormatError is a ValueError
             fail(str(exc))
     if ds.total < n:
         console.print(f"[yellow]only {ds.total} unique tasks exist in these worlds for the templates (asked for {n}); "
