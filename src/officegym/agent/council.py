@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from officegym.agent.batching import Batcher
-from officegym.agent.council_file import append_row, outcome_row, read_rows, task_key
+from officegym.agent.council_file import outcome_row, task_key
 from officegym.agent.council_seats import COUNCIL, scripted_seat
 from officegym.agent.loop import LoopConfig, Submit, play, submitter
 from officegym.core import registry
 from officegym.core.environment import BaseEnvironment
 from officegym.core.policy import Policy, SamplingParams
+from officegym.core.resumable import ResumableRows
 from officegym.core.task import Task
 from officegym.core.trajectory import Trajectory
 from officegym.core.types import Verdict
@@ -135,16 +136,14 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
     """Run a council per task and append each row to `out` (JSONL) as it finishes. Tasks whose id is
     already in the file are skipped (a torn last line from an interrupted run is dropped), so an
     interrupted run resumes where it stopped. Returns every row, old and new."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    rows = read_rows(out)
+    store = ResumableRows(out, lambda r: task_key(r.get("task_id")))
     config = config or CouncilConfig()
     seats = full_seats(seats)
     names = {s: _name(p) for s, p in seats.items()}
-    other = next((r.get("seats") for r in rows if isinstance(r.get("seats"), dict) and r.get("seats") != names), None)
+    other = next((r.get("seats") for r in store.old if isinstance(r.get("seats"), dict) and r.get("seats") != names), None)
     if other is not None:
         raise ValueError(f"{out} holds councils played by other seats ({other}); write to another file")
-    done = {task_key(r.get("task_id")) for r in rows}
-    todo = [t for t in tasks if task_key(t.id) not in done]
+    todo = store.todo(tasks, lambda t: task_key(t.id))
     if progress is not None and len(tasks) > len(todo):
         progress(len(tasks) - len(todo))
 
@@ -152,14 +151,12 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
         gate = asyncio.Semaphore(max(1, concurrency))
         env = registry.make(COUNCIL)
         seating = Seating(seats, config)
-        with open(out, "a", encoding="utf-8") as fh:
+        with store.appending(default=str) as append:
 
             async def one(task: Task) -> None:
                 async with gate:
                     outcome = await play_council(task, seating, config, env)
-                row = outcome_row(outcome, seats)
-                append_row(fh, row)
-                rows.append(row)
+                append(outcome_row(outcome, seats))
                 if progress is not None:
                     progress(1)
 
@@ -171,7 +168,7 @@ def run_council_file(tasks: Sequence[Task], seats: Mapping[str, Policy], out: Pa
                     await policy.aclose()
 
     asyncio.run(main())
-    return rows
+    return store.rows
 
 
 def parse_seats(text: str) -> dict[str, str]:

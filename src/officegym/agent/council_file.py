@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from officegym.core.files import atomic_write, load_appendable_jsonl
+from officegym.core.files import atomic_write
 from officegym.core.policy import Policy
 
 if TYPE_CHECKING:
@@ -40,17 +40,6 @@ def outcome_row(outcome: CouncilOutcome, seats: Mapping[str, Policy]) -> dict[st
         "seats": {s: p.name for s, p in seats.items()},
         "trajectories": {s: t.to_dict() for s, t in outcome.trajectories.items()},
     }
-
-
-def append_row(fh: TextIO, row: dict[str, Any]) -> None:
-    """Append one council row to an open councils.jsonl, flushed (an interrupted run keeps it)."""
-    fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    fh.flush()
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a councils.jsonl (none when it is not there; a torn last line is dropped)."""
-    return load_appendable_jsonl(path)
 
 
 def task_key(task_id: Any) -> str:
@@ -127,5 +116,5 @@ def write_summary(folder: Path, summary: dict[str, Any]) -> None:
     _write_json(folder / SUMMARY, summary)
 
 
-__all__ = ["COUNCILS", "SETTINGS", "SUMMARY", "CouncilRunError", "append_row", "is_council_row", "outcome_row",
-           "read_rows", "read_settings", "record_settings", "summarize_councils", "task_key", "write_summary"]
+__all__ = ["COUNCILS", "SETTINGS", "SUMMARY", "CouncilRunError", "is_council_row", "outcome_row",
+           "read_settings", "record_settings", "summarize_councils", "task_key", "write_summary"]

@@ -9,8 +9,9 @@ from typing import Any
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.core.environment import BaseEnvironment
-from officegym.core.files import jsonl_line, load_appendable_jsonl, write_jsonl_rows
+from officegym.core.files import load_appendable_jsonl
 from officegym.core.policy import Policy, PolicyUnusable
+from officegym.core.resumable import ResumableRows
 from officegym.core.rollout_row import retryable, rollout_row, row_key
 from officegym.core.task import Task
 
@@ -55,29 +56,18 @@ def run_eval(
     from `env_spec` (an EnvSpec of `env`), and their rows stream into the same file. A policy that
     finds it can serve none of them (its `unusable`, a PolicyUnusable) stops the run: that error is
     raised, and the rows written so far stay."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / ROLLOUTS
-    rows = load_rollouts(path)
     # A rollout whose model call failed (backend error) is not done: it runs again, replacing the row.
     # An error of the environment or of a scripted policy would recur: its row stays (--fresh, or
     # deleting the row, runs it again once the cause is fixed).
-    failed = [r for r in rows if retryable(r)]
-    if failed:
-        rows = [r for r in rows if not retryable(r)]
-        write_jsonl_rows(path, rows)
-    done = {row_key(r) for r in rows}
-    jobs = [(t, s) for t in tasks for s in range(k) if (str(t.id), s) not in done]
+    store = ResumableRows(out_dir / ROLLOUTS, row_key, retry=retryable)
+    jobs = store.todo(((t, s) for t in tasks for s in range(k)), lambda job: (str(job[0].id), job[1]))
     skipped = len(tasks) * k - len(jobs)
     if progress is not None and skipped:
         progress(skipped)
-    new_rows: list[dict[str, Any]] = []
-    with open(path, "a", encoding="utf-8") as fh:
+    with store.appending() as append:
 
         def on_done(task: Task, traj) -> None:
-            row = rollout_row(task, traj)
-            fh.write(jsonl_line(row))  # a lone surrogate in a model's answer is escaped, not fatal
-            fh.flush()
-            new_rows.append(row)
+            append(rollout_row(task, traj))
             if progress is not None:
                 progress(1)
             # every rollout left would fail the same way (on a fleet, `policy` is None: its workers hold theirs)
@@ -98,4 +88,4 @@ def run_eval(
             fleet.run(jobs, RunSetup(env_spec, config or LoopConfig(), reward_fn, max_batch=max_batch), on_done)
         else:
             asyncio.run(main())
-    return EvalResult(rows + new_rows, len(new_rows), skipped)
+    return EvalResult(store.rows, len(store.new), skipped)
