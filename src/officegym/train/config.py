@@ -228,6 +228,9 @@ class SFTSection(Section):
     token_weights: dict[Literal["tool_name", "argument_values", "call_structure", "answer_text"], float] = Field(
         default_factory=dict, description="loss weight of each kind of assistant token (ground-truth replays; unnamed "
         "kinds weigh 1): e.g. {tool_name: 4} makes the choice of tool count more (benchmarks/token_loss.py)")
+    detours: float = Field(0.0, ge=0.0, le=1.0, description="share of ground-truth replays with one wrong read "
+                           "before a ground-truth call, answered by the environment and not trained on, so the model "
+                           "learns to recover from it (train/detours.py; needs calls_per_turn: one)")
     epochs: int = Field(1, ge=1)
     max_steps: int | None = Field(None, ge=1, description="optimizer steps; default: epochs over the data")
     batch_size: int = Field(8, ge=1, description="conversations per optimizer step")
@@ -244,6 +247,12 @@ class SFTSection(Section):
                                "micro-batches then take conversations in token order")
     prompt_grad: bool = Field(True, description="false: the shared prefix runs without gradient (exact loss, truncated "
                               "gradient: a forward alone is cheaper than forward+backward; see train/forward.py)")
+
+    @model_validator(mode="after")
+    def _check_detours(self) -> SFTSection:
+        if self.detours > 0 and (self.source != "ground_truth" or self.calls_per_turn != "one"):
+            raise ValueError("sft.detours needs source: ground_truth and calls_per_turn: one (a detour is a turn of its own)")
+        return self
 
 
 class RunConfig(Section):

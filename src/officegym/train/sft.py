@@ -61,7 +61,8 @@ def build_examples(cfg: SFTRunConfig, renderer: Any, env: Any, console: Any = No
             raise TrainingSetupError("sft.source=ground_truth needs data.tasks (task JSONL with ground_truth)")
         train_tasks, val_tasks = split_tasks(prepare_tasks(load_tasks(cfg.data.tasks), cfg.data), cfg.data, cfg.seed)
         train, val = (ground_truth_examples(renderer, env, tasks, s.calls_per_turn, s.final_answer,
-                                            cfg.rollout.max_tool_output_chars, s.max_length, report, s.token_weights)
+                                            cfg.rollout.max_tool_output_chars, s.max_length, report, s.token_weights,
+                                            s.detours if tasks is train_tasks else 0.0, cfg.seed)
                       for tasks in (train_tasks, val_tasks))
     elif s.source == "council":
         if not cfg.data.tasks or cfg.council is None:
@@ -188,6 +189,7 @@ def _train(cfg: SFTRunConfig, console: Any, step_hook: Any, run_dir: Path, dist:
     train, val, val_tasks, report = build_examples(cfg, renderer, env, console)
     if console is not None:
         console.print(f"SFT: {len(train)} training and {len(val)} validation conversations"
+                      + (f", {report.detours} of them with a detour" if report.detours else "")
                       + (f"; dropped {report.dropped}" if report.dropped else ""))
     s = cfg.sft
     steps_per_epoch = -(-len(train) // s.batch_size)

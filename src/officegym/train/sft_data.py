@@ -31,8 +31,9 @@ from officegym.core.policy import Completion, Policy, PolicyRequest, SamplingPar
 from officegym.core.rollout_row import RolloutRowError, parse
 from officegym.core.task import Task, TaskFormatError
 from officegym.core.trajectory import TemplateMismatchError
-from officegym.core.types import ToolSpec
+from officegym.core.types import ToolCall, ToolSpec
 from officegym.train.data import template_of
+from officegym.train.detours import DETOUR_ID, is_detour_turn, plan_detour
 from officegym.train.token_kinds import token_weights
 
 
@@ -56,6 +57,7 @@ class Example:
 @dataclass
 class BuildReport:
     conversations: int = 0
+    detours: int = 0  # replays planned with a detour (train/detours.py)
     dropped: dict[str, int] = field(default_factory=dict)
 
     def drop(self, reason: str) -> None:
@@ -70,22 +72,32 @@ def reply_of(task: Task | None) -> str | None:
 
 class GroundTruthPolicy(Policy):
     """Makes a task's ground-truth calls (all in turn 0, or one per turn), then answers (with the
-    task's own reply when it has one: a request no tool serves)."""
+    task's own reply when it has one: a request no tool serves). One per turn, `detours` (task id ->
+    (index, call), train/detours.py) puts a call before the ground truth's call at that index."""
 
     name = "ground_truth"
 
-    def __init__(self, calls_per_turn: str = "all", final_answer: str = "Done."):
+    def __init__(self, calls_per_turn: str = "all", final_answer: str = "Done.",
+                 detours: Mapping[str, tuple[int, ToolCall]] | None = None):
+        if detours and calls_per_turn != "one":
+            raise ValueError("detours need calls_per_turn='one'")
         self.calls_per_turn = calls_per_turn
         self.final_answer = final_answer
+        self.detours = dict(detours or {})
 
     async def complete(self, requests: list[PolicyRequest], params: SamplingParams) -> list[Completion]:
         out = []
         for r in requests:
             truth = list(r.task.ground_truth) if r.task is not None else []
+            detour = self.detours.get(str(r.task.id)) if r.task is not None else None
             if self.calls_per_turn == "all":
                 chosen = truth if r.turn == 0 else []
+            elif detour is not None and r.turn == detour[0]:
+                out.append(Completion(text="", tool_calls=[detour[1].with_id(f"{DETOUR_ID}_{r.turn}")]))
+                continue
             else:
-                chosen = truth[r.turn : r.turn + 1]
+                at = r.turn - (1 if detour is not None and r.turn > detour[0] else 0)
+                chosen = truth[at : at + 1]
             calls = [c.with_id(f"call_{r.turn}_{i}")
                      for i, c in enumerate(chosen)]
             answer = reply_of(r.task) or self.final_answer
@@ -94,15 +106,25 @@ class GroundTruthPolicy(Policy):
 
 
 def ground_truth_conversations(env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
-                               max_tool_output_chars: int | None, report: BuildReport) -> list[Conversation]:
-    """Replay each task's ground truth through the agent loop; keep the replays the verifier accepts."""
+                               max_tool_output_chars: int | None, report: BuildReport, detours: float = 0.0,
+                               seed: int = 0) -> list[Conversation]:
+    """Replay each task's ground truth through the agent loop; keep the replays the verifier accepts.
+    `detours`: the share of tasks replayed with one untrained wrong read in them (train/detours.py)."""
     usable = [t for t in tasks if t.ground_truth or reply_of(t)]
     for _ in range(len(tasks) - len(usable)):
         report.drop("no ground truth")
-    longest = max((len(t.ground_truth) for t in usable), default=0)
+    plans = {}
+    if detours > 0:
+        for t in usable:
+            plan = plan_detour(t, env.tools(t), env.write_tools, detours, seed)
+            if plan is not None:
+                plans[str(t.id)] = plan
+    report.detours += len(plans)
+    longest = max((len(t.ground_truth) for t in usable), default=0) + (1 if plans else 0)
     steps = 1 + (1 if calls_per_turn == "all" else longest)
     config = LoopConfig(max_steps=max(steps, 2), max_tool_output_chars=max_tool_output_chars)
-    trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in usable], GroundTruthPolicy(calls_per_turn, final_answer), config))
+    policy = GroundTruthPolicy(calls_per_turn, final_answer, plans)
+    trajs = asyncio.run(run_rollouts(env, [(t, 0) for t in usable], policy, config))
     out = []
     for task, traj in zip(usable, trajs):
         if not (traj.verdict or {}).get("matched"):
@@ -217,7 +239,11 @@ def encode_conversation(renderer: Any, conv: Conversation, weights: Mapping[str,
         completion = renderer.encode(assistant_turn_text(renderer, conv.messages, i, conv.tools))
         new = prompt[len(ids):]
         ids += new + completion
-        mask += [0] * len(new) + (token_weights(renderer.tokenizer, completion, weights) if weights else [1] * len(completion))
+        if is_detour_turn(message):  # shown to the model, not taught
+            trained = [0.0] * len(completion)
+        else:
+            trained = token_weights(renderer.tokenizer, completion, weights) if weights else [1] * len(completion)
+        mask += [0] * len(new) + trained
         previous = Completion(prompt_ids=prompt, completion_ids=completion)
         turn += 1
     if not any(mask):
@@ -243,7 +269,9 @@ def encode_all(renderer: Any, conversations: Sequence[Conversation], max_length:
 
 def ground_truth_examples(renderer: Any, env: BaseEnvironment, tasks: Sequence[Task], calls_per_turn: str, final_answer: str,
                           max_tool_output_chars: int | None, max_length: int, report: BuildReport,
-                          weights: Mapping[str, float] | None = None) -> list[Example]:
+                          weights: Mapping[str, float] | None = None, detours: float = 0.0,
+                          seed: int = 0) -> list[Example]:
     """The tasks' verified ground-truth replays, tokenised: SFT's data, and GRPO's SFT term's."""
-    convs = ground_truth_conversations(env, tasks, calls_per_turn, final_answer, max_tool_output_chars, report)
+    convs = ground_truth_conversations(env, tasks, calls_per_turn, final_answer, max_tool_output_chars, report,
+                                       detours, seed)
     return encode_all(renderer, convs, max_length, report, weights)
