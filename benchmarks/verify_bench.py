@@ -45,9 +45,9 @@ from officegym.core.rollout_row import parse, rollout_row
 from officegym.core.task import Task, iter_jsonl
 from officegym.envs.workplace.env import WorkplaceEnvironment
 from officegym.envs.workplace.generate import generate_world, write_world
-from officegym.eval.verify_rows import verify_rollouts
 from officegym.envs.workplace.verify import verify_calls
 from officegym.envs.workplace.world import load_world
+from officegym.eval.verify_rows import verify_rollouts
 from officegym.sdg.dataset import build_dataset
 
 

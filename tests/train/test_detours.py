@@ -21,6 +21,10 @@ def generated(tiny_world_dir):
     return env, [t for t in tasks if t.ground_truth]
 
 
+def _calls(messages):
+    return [(c["function"]["name"], c["function"]["arguments"]) for m in messages for c in m.get("tool_calls") or []]
+
+
 def test_a_detour_is_another_read_the_task_offers_with_the_calls_arguments(generated):
     env, tasks = generated
     plans = {t.id: plan_detour(t, env.tools(t), env.write_tools, 1.0, seed=0) for t in tasks}
@@ -69,8 +73,7 @@ def test_replays_with_detours_are_accepted_and_only_the_detour_turn_is_untrained
         if marked:
             changed += 1
             rest = [m for m in b.messages if m.get("role") == "assistant" and not is_detour_turn(m)]
-            calls = lambda ms: [(c["function"]["name"], c["function"]["arguments"]) for m in ms for c in m.get("tool_calls") or []]
-            assert calls(rest) == calls([m for m in a.messages if m.get("role") == "assistant"])
+            assert _calls(rest) == _calls([m for m in a.messages if m.get("role") == "assistant"])
             i = b.messages.index(marked[0])
             assert b.messages[i + 1]["role"] == "tool"  # the environment answered it
     assert changed == report.detours

@@ -14,8 +14,8 @@ from officegym.agent.policies import make_policy
 from officegym.core.rollout_row import rollout_row
 from officegym.core.task import Task
 from officegym.envs.workplace.env import WorkplaceEnvironment
-from officegym.eval.verify_rows import TaskIndex, verify_rollouts
 from officegym.envs.workplace.specs import TOOL_SPECS
+from officegym.eval.verify_rows import TaskIndex, verify_rollouts
 
 SYSTEM = "Today's date is Thursday, 2023-11-30 and the current time is 23:59:00."
 # Arguments as objects (not JSON text), with nulls and lists: the parts a replay could reach into.

@@ -40,7 +40,6 @@ from officegym.core.files import jsonl_line
 from officegym.core.inputs import InputError, input_dir, input_file, output_dir, output_file, read_text
 from officegym.eval.defaults import EVAL_DEFAULTS
 
-
 EnvOpt = Annotated[str, typer.Option("--env", help="Environment (see `officegym envs`; workplace is short for workplace_assistant).")]
 
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from officegym.core.types import ToolCall
+from officegym.core.types import ToolCall, ToolResult
 
 
 class ToolCallParseError(ValueError):
@@ -148,3 +148,10 @@ def _split_flat_name(name: str) -> tuple[str, str, str]:
         if name.startswith(d + "_"):
             return d, "_", name[len(d) + 1 :]
     return name.partition("_")
+
+
+def invalid_json_result(exc: Exception) -> ToolResult:
+    """What NeMo Gym's simple agent feeds back when a call's arguments are not JSON (no server
+    call): every session and the remote client word it so."""
+    message = f"Invalid tool call arguments: {exc!r}"
+    return ToolResult(message, "error", json.dumps({"error": message}))

@@ -34,8 +34,8 @@ from officegym.core.environment import BaseEnvironment
 from officegym.core.rollout_row import RolloutRow
 from officegym.core.session import BaseSession
 from officegym.core.task import Task
+from officegym.core.toolcalls import invalid_json_result
 from officegym.core.types import InvalidCall, TableDiff, ToolCall, ToolResult, ToolSpec, Verdict
-from officegym.envs.workplace.results import invalid_json_result
 from officegym.server.protocol import RESERVED_PATHS, STATUS_HEADER
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_.\-]+")

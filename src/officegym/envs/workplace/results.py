@@ -3,7 +3,6 @@ type itself is core's ToolResult)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic_core import to_json
@@ -44,12 +43,6 @@ def _replace_surrogates(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_replace_surrogates(v) for v in value]
     return value
-
-
-def invalid_json_result(exc: Exception) -> ToolResult:
-    """What NeMo Gym's simple agent feeds back when a call's arguments are not JSON (no server call)."""
-    message = f"Invalid tool call arguments: {exc!r}"
-    return ToolResult(message, "error", json.dumps({"error": message}))
 
 
 def not_an_object_result(value: Any) -> ToolResult:

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from officegym.core.session import BaseSession
+from officegym.core.toolcalls import invalid_json_result
 from officegym.core.types import ToolCall, ToolResult
 from officegym.envs.workplace.compat import DEFAULT_REFERENCE_COMPAT, PANDAS3
-from officegym.envs.workplace.results import Rejected, invalid_json_result, not_an_object_result, tool_result
+from officegym.envs.workplace.results import Rejected, not_an_object_result, tool_result
 from officegym.envs.workplace.table import LABEL_NEXT, LABEL_ZERO, RELABEL_ALL, TableState
 from officegym.envs.workplace.tools import TOOLS
 from officegym.envs.workplace.world import TABLE_COLUMNS, World
