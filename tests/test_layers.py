@@ -63,7 +63,6 @@ DIRECT_ENVIRONMENT_IMPORTS = {
     "agent/council.py": "the council runs report CouncilState and Grade, play a CouncilEpisode and check seat names",
     "train/sft_data.py": "council SFT rows carry each seat's tool specs (council_episode.seat_specs)",
     "server/serve.py": "serves the workplace with NeMo Gym's reference-compat settings (WorkplaceEnvironment)",
-    "pipeline/reference_set.py": "finds the reference data set shipped with the workplace environment",
 }
 
 

@@ -9,6 +9,8 @@ caller probes attributes with `getattr` or compares environment names:
 - `takes_world`: built from a world (a folder, or one loaded by `load_world` or made by
   `generate_world`); `default_world()` is used without one; `world_path` and `world_id` name the
   one loaded, `world_named(id)` makes again the world task rows name;
+- `reference_folders()`: where a published example set of its tasks may be (NeMo Gym's, for the
+  workplace), which the pipeline evaluates as one more subset;
 - `sdg_templates`: its tasks come from sdg's template library over its worlds (the workplace's);
   otherwise `generate_tasks(n, seed, ...)` is its own generator, when it has one;
 - `session_from_row`: sessions are seeded from the task row (the roles), not from a world;
@@ -126,6 +128,13 @@ class BaseEnvironment:
         """The folder of the world task rows name by `world_id` when it can be made again (built
         into the cache on first use; `announce` is told before it is), else None."""
         return None
+
+    @classmethod
+    def reference_folders(cls) -> list[Path]:
+        """Where a published example set of its tasks may sit, each folder with `example.jsonl` (or
+        `data/example.jsonl`) and the `csv_data/` world they were written in: the pipeline evaluates
+        on the first found as one more subset (eval.reference: auto). None by default."""
+        return []
 
     @classmethod
     def load_world(cls, path: str | Path) -> Any:
@@ -269,6 +278,9 @@ class EnvironmentWrapper(BaseEnvironment):
 
     def world_named(self, world_id: str, announce: Announce | None = None) -> Path | None:  # type: ignore[override]
         return self.env.world_named(world_id, announce)
+
+    def reference_folders(self) -> list[Path]:  # type: ignore[override]
+        return self.env.reference_folders()
 
     def load_world(self, path: str | Path) -> Any:  # type: ignore[override]
         return self.env.load_world(path)

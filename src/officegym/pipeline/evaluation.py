@@ -104,12 +104,12 @@ def evaluate(ctx: RunContext, name: str, model: str, out: Path | None = None, ta
 
 def evaluate_reference_set(ctx: RunContext, name: str, out: Path, policy: Any, config: Any) -> dict[str, Any] | None:
     """A model evaluation's run on NeMo Gym's example tasks (eval.reference), into OUT/reference."""
-    if name not in EVALUATIONS or out != ctx.out / name or ctx.env_name != registry.DEFAULT_ENVIRONMENT:
-        return None  # NeMo Gym's example tasks are the default environment's
+    if name not in EVALUATIONS or out != ctx.out / name or not ctx.takes_world:
+        return None  # a reference set comes with the world it was written in
     from officegym.pipeline.reference_set import evaluate_reference, find_reference
 
     try:
-        found = find_reference(ctx.cfg.eval.reference)
+        found = find_reference(ctx.cfg.eval.reference, ctx.env_name)
     except ValueError as exc:
         raise PipelineError(str(exc)) from None
     if found is None:

@@ -1,13 +1,14 @@
-"""NeMo Gym's own example tasks as one more evaluation subset: written by other people, on the
-reference company's world. Found where the user points (`eval.reference`: a folder holding
-`example.jsonl` or `data/example.jsonl`, and `csv_data/`), else, with `auto`, through the
-OFFICEGYM_REFERENCE variable or the NeMo Gym reference cache (`envs/workplace/reference.py`)."""
+"""A published example set (NeMo Gym's, for the workplace) as one more evaluation subset: tasks
+written by other people, in their own world. Found where the user points (`eval.reference`: a
+folder holding `example.jsonl` or `data/example.jsonl`, and `csv_data/`), else, with `auto`, in the
+environment's `reference_folders()` (the workplace's: OFFICEGYM_REFERENCE, the reference cache)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from officegym.core import registry
 
 EXAMPLES = ("example.jsonl", "data/example.jsonl")
 
@@ -18,9 +19,10 @@ def _layout(root: Path) -> tuple[Path, Path] | None:
     return (examples, world) if examples is not None and (world / "processed").is_dir() else None
 
 
-def find_reference(setting: str | None) -> tuple[Path, Path] | None:
-    """(examples JSONL, csv_data folder), or None when `setting` is None or `auto` finds nothing;
-    a folder named outright that lacks them is an error (ValueError)."""
+def find_reference(setting: str | None, env_name: str) -> tuple[Path, Path] | None:
+    """(examples JSONL, csv_data folder), or None when `setting` is None or `auto` finds nothing in
+    the environment's reference folders; a folder named outright that lacks them is an error
+    (ValueError)."""
     if setting is None:
         return None
     if setting != "auto":
@@ -28,18 +30,13 @@ def find_reference(setting: str | None) -> tuple[Path, Path] | None:
         if found is None:
             raise ValueError(f"eval.reference: {setting} holds no example.jsonl (or data/example.jsonl) with csv_data/")
         return found
-    given = os.environ.get("OFFICEGYM_REFERENCE")
-    candidates = [Path(given).expanduser()] if given else []
-    from officegym.envs.workplace.reference import PACKAGE_PREFIX, reference_root
-
-    candidates.append(reference_root() / PACKAGE_PREFIX)
+    candidates = registry.environment_class(env_name).reference_folders()
     return next((found for c in candidates if (found := _layout(c)) is not None), None)
 
 
 def evaluate_reference(env_name: str, found: tuple[Path, Path], policy: Any, config: Any, out: Path) -> dict[str, Any]:
     """The policy on the example tasks in their own world, into `out` (resumable, as any eval);
     the metrics of eval/metrics.py."""
-    from officegym.core import registry
     from officegym.core.task import read_tasks
     from officegym.eval.metrics import compute_metrics
     from officegym.eval.run import run_eval

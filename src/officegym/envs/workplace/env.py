@@ -53,6 +53,15 @@ class WorkplaceEnvironment(BaseEnvironment):
         return default_world(announce)
 
     @classmethod
+    def reference_folders(cls) -> list[Path]:
+        """NeMo Gym's resources_servers/workplace_assistant: where OFFICEGYM_REFERENCE points, and
+        in the NeMo Gym reference cache (reference.py)."""
+        from officegym.envs.workplace.reference import PACKAGE_PREFIX, reference_root
+
+        given = os.environ.get("OFFICEGYM_REFERENCE")
+        return [*([Path(given).expanduser()] if given else []), reference_root() / PACKAGE_PREFIX]
+
+    @classmethod
     def load_world(cls, path: str | os.PathLike[str]) -> World:
         return load_world(path)
 
