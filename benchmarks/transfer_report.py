@@ -1,6 +1,6 @@
 """What a pipeline run's models learnt and what transferred, from its folder.
 
-    python benchmarks/transfer_report.py RUN [--templates]
+    python benchmarks/transfer_report.py RUN [--templates] [--against OTHER_RUN]
 
 For each model evaluation (eval_base, eval_sft, eval_grpo) it prints, per subset of the test split
 (new fills of trained templates, held-out templates, held-out wordings, "change nothing" tasks, NeMo
@@ -8,7 +8,9 @@ Gym's example tasks): accuracy with its 95% Wilson interval, accuracy on tasks w
 side-effect and invalid-call rates; then accuracy per family (email, calendar, ...) and the failure
 kinds of each subset (missing write, extra write, wrong tool, invalid call, wrong argument value);
 with --templates, accuracy per template. Then exact McNemar tests between consecutive stages on each
-subset. It reads metrics.json, rollouts.jsonl and tasks/*.jsonl only.
+subset. With --against, another run's evaluations (of the same test tasks: a run made from the same
+task folder) get columns of their own and each stage is tested against its own there, task by task.
+It reads metrics.json, rollouts.jsonl and tasks/*.jsonl only.
 """
 
 from __future__ import annotations
@@ -62,16 +64,27 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--templates", action="store_true", help="also print accuracy per template")
+    ap.add_argument("--against", type=Path, help="another run over the same test tasks, side by side")
     args = ap.parse_args()
     console = Console(width=200)
     tasks = {str(t.id): t for split in ("validation", "test") if (args.run / "tasks" / f"{split}.jsonl").exists()
              for t in read_tasks(args.run / "tasks" / f"{split}.jsonl")}
-    stages = [(folder, label) for folder, label in STAGES if (args.run / folder / "metrics.json").exists()]
-    if not stages:
+    found = [(args.run / folder, label) for folder, label in STAGES if (args.run / folder / "metrics.json").exists()]
+    if not found:
         print(f"{args.run}: no evaluation with metrics.json", file=sys.stderr)
         return 1
-    metrics = {label: json.loads((args.run / folder / "metrics.json").read_text()) for folder, label in stages}
-    rows = {label: _rows(args.run / folder / "rollouts.jsonl") for folder, label in stages}
+    pairs = list(itertools.pairwise(label for _, label in found))
+    if args.against is not None:
+        other = [(args.against / folder, f"{args.against.name}: {label}") for folder, label in STAGES
+                 if (args.against / folder / "metrics.json").exists()]
+        if not other:
+            print(f"{args.against}: no evaluation with metrics.json", file=sys.stderr)
+            return 1
+        pairs += [(o, label) for _, label in found for _, o in other if o.endswith(f": {label}")]
+        found += other
+    stages = [(str(path), label) for path, label in found]
+    metrics = {label: json.loads((Path(path) / "metrics.json").read_text()) for path, label in stages}
+    rows = {label: _rows(Path(path) / "rollouts.jsonl") for path, label in stages}
 
     table = Table(title="Each subset apart")
     table.add_column("subset / measure")
@@ -135,7 +148,7 @@ def main() -> int:
             tpl.add_row(name, *[_pct(metrics[label].get("by", {}).get("template", {}).get(name)) for _, label in stages])
         console.print(tpl)
 
-    for (_, la), (_, lb) in itertools.pairwise(stages):
+    for la, lb in pairs:
         for name in ("trained", "heldout_template", "heldout_wording", "heldout", "do_nothing"):
             kept_a, kept_b = ([r for r in rows[label] if name in _task_subsets(tasks.get(RolloutRow(r).task_id))]
                               for label in (la, lb))

@@ -39,3 +39,17 @@ def test_transfer_report_prints_subsets_families_and_paired_tests(tmp_path, benc
                   "Failure kinds per subset", "Accuracy per template"):
         assert words in text
     assert "after SFT vs untrained, held-out templates + wordings" in text and "lost" in text
+    n_heldout = sum(1 for r in rows if tasks[RolloutRow(r).task_id]["subset"] != "trained")
+
+    # another run over the same tasks: its stages side by side, each against its own stage here
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copytree(out / "eval_sft", other / "eval_sft")
+    shutil.copytree(out / "eval_base", other / "eval_base")
+    monkeypatch.setattr(sys, "argv", ["transfer_report.py", str(out), "--against", str(other)])
+    assert module.main() == 0
+    text = capsys.readouterr().out
+    assert "other: after SFT" in text
+    assert "after SFT vs other: after SFT, held-out templates + wordings" in text
+    assert f"0 gained, 0 lost, {n_heldout} tasks" in text.split("after SFT vs other: after SFT, held-out templates + wordings")[1]
+    assert "after SFT vs other: untrained" not in text
