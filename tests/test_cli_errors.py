@@ -83,7 +83,7 @@ CASES = {
     "train sft world a file": (["train", "sft", "out_dir={new}", "data.tasks={tasks}", "data.world={file}"],
                                r"world folder \(data.world\) .*file is a file, not a folder"),
     "call unknown tool": (["call", "no_such_tool", "{{}}", "--world", "{world}"],
-                          "no tool named 'no_such_tool'; `officegym tools` lists the 27 tools"),
+                          "no tool named 'no_such_tool'; `officegym tools --env workplace_assistant` lists its 27 tools"),
 }
 
 
