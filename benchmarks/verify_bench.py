@@ -39,7 +39,7 @@ from rich.table import Table
 
 from officegym.agent.loop import LoopConfig, run_rollouts
 from officegym.agent.policies import make_policy
-from officegym.cli.eval import verify as verify_command
+from officegym.cli.tools import verify as verify_command
 from officegym.core.files import read_jsonl_text, write_jsonl_rows
 from officegym.core.rollout_row import parse, rollout_row
 from officegym.core.task import Task, iter_jsonl

@@ -45,12 +45,13 @@ def _mount() -> None:
     from officegym.bench.cli import bench_app
     from officegym.cli.council import council
     from officegym.cli.doctor import doctor, envs
-    from officegym.cli.eval import call, compare, eval_cmd, report, tools, verify
+    from officegym.cli.eval import compare, eval_cmd, report
     from officegym.cli.generate import generate_app
     from officegym.cli.mcp import mcp
     from officegym.cli.nemo_gym import nemo_gym_app
     from officegym.cli.pipeline import pipeline
     from officegym.cli.serve import serve
+    from officegym.cli.tools import call, tools, verify
     from officegym.review.cli import review_app
     from officegym.train.cli import plot_command, train_app
 

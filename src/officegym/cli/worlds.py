@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from officegym.cli.common import default_world, fail, say
 from officegym.core import registry
 from officegym.core.environment import BaseEnvironment
 
 MISMATCH_FLAG = "--allow-world-mismatch"
+AllowMismatchOpt = Annotated[bool, typer.Option(
+    MISMATCH_FLAG, help="Use --world even when the rows say they were made in another world.")]
 
 
 def world_ids(rows: Iterable[Any]) -> list[str]:
